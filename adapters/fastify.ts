@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import fp from 'fastify-plugin';
+import onHeaders from 'on-headers';
+import { runInProfile } from '../src/context.js';
+import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
+import { askDeveloper, ProfiledResponse, stripConditionals } from '../src/http/response.js';
+
+export type { MiniprofOptions } from '../src/http/config.js';
+
+/** Keys Fastify itself may pass along with `register` options. */
+const FASTIFY_KEYS = ['prefix', 'logLevel', 'logSerializers'];
+
+function isStream(payload: unknown): boolean {
+  if (payload === null || typeof payload !== 'object') return false;
+  const p = payload as { pipe?: unknown; getReader?: unknown };
+  return typeof p.pipe === 'function' || typeof p.getReader === 'function';
+}
+
+/**
+ * One global `onRequest` hook and nothing else: a global `onSend` would cost every request.
+ * For a developer's request the rest is attached to that request only: `reply.send` (to splice
+ * the comment into a whole HTML payload, before `onSend` hooks such as compression run),
+ * `reply.hijack` (a hijacked reply is the app's own), and the raw response's `writeHead` (for
+ * `Server-Timing`, after every `onSend` hook) and `close` (to seal, on finish and on abort alike).
+ */
+function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+  const raw = reply.raw;
+  const state = new ProfiledResponse(cfg as never, request.raw.method, request.raw.url);
+  stripConditionals(request.raw.headers);
+  onHeaders(raw, function (this: ServerResponse) {
+    state.writeHeaders(this);
+  });
+  const send = reply.send;
+  reply.send = function (this: FastifyReply, payload?: unknown) {
+    if (payload instanceof Error || isStream(payload)) return send.call(this, payload);
+    const body = state.body(this, this.statusCode, payload);
+    return send.call(this, body ?? payload);
+  };
+  const hijack = reply.hijack;
+  reply.hijack = function (this: FastifyReply) {
+    state.hijacked = true;
+    return hijack.call(this);
+  };
+  raw.once('close', () => state.finish(raw));
+  runInProfile(state.profile, next);
+}
+
+const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify, options, done) => {
+  const cfg = resolveHttp<FastifyRequest>(options, 'miniprof/fastify', (req) => req.raw.socket?.remoteAddress, FASTIFY_KEYS);
+  if (cfg.isDeveloper === null) return done();
+  fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
+    askDeveloper(cfg, request, (yes) => (yes ? profile(cfg, request, reply, next) : next()));
+  });
+  done();
+};
+
+/**
+ * Fastify 5 plugin, wrapped with fastify-plugin so its hook covers every route and child plugin.
+ *
+ * @example
+ * import { miniprof } from 'miniprof/fastify';
+ * await app.register(miniprof, { isDeveloper: (req) => req.user?.admin === true });
+ */
+export const miniprof = fp(plugin, { fastify: '5.x', name: 'miniprof' });
+
+export default miniprof;

@@ -1,0 +1,38 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Profile } from './profile.js';
+import type { TimingNode } from './timing.js';
+
+/**
+ * The one AsyncLocalStorage of the process. ESM-only packaging keeps it single: a dual CJS/ESM
+ * build would give an app two instances that cannot see each other's steps.
+ */
+export const als = new AsyncLocalStorage<TimingNode>();
+
+/**
+ * On Node ≤ 22 the first `run()` switches on promise hooks for the whole process and every
+ * `await` costs about twice as much until the instance is disabled again. So the hooks are
+ * released whenever no profile is open: one developer's visit does not tax everyone after it.
+ * With AsyncContextFrame (Node 24+) there is no such tax, and `disable()` would mutate the current
+ * frame, so it is left alone there. The async_hooks implementation is the one with `_enable`.
+ */
+const releasesHooks = typeof (AsyncLocalStorage.prototype as unknown as Record<string, unknown>)._enable === 'function';
+
+let open = 0;
+
+/** Open profiles right now (for tests and the hook release). */
+export function openProfiles(): number {
+  return open;
+}
+
+/** Run `fn(...args)` with `profile`'s root as the store: the only way miniprof enters the ALS. */
+export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...args: A) => R, ...args: A): R {
+  open++;
+  return als.run(profile.root, fn, ...args);
+}
+
+/** Seal `profile` (once) and let go of the hooks if it was the last one open. */
+export function closeProfile(profile: Profile): void {
+  if (profile.sealed) return;
+  profile.seal();
+  if (--open === 0 && releasesHooks) als.disable();
+}

@@ -1,0 +1,79 @@
+import { codedError, describe } from '../errors.js';
+import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../options.js';
+import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
+
+/** Options of the Express middleware and the Fastify plugin. */
+export interface MiniprofOptions<Req> extends CoreOptions {
+  /**
+   * Who is profiled. Sync or async. When unset: nobody under `NODE_ENV=production`, otherwise
+   * only loopback peers (127.0.0.0/8, ::1), judged from the socket, never from `X-Forwarded-For`.
+   * If it throws or rejects, the request is not a developer's (and the fault is reported).
+   */
+  isDeveloper?: (req: Req) => boolean | Promise<boolean>;
+  /** Add the text tree as an HTML comment to whole `text/html` bodies. Default true. */
+  htmlComment?: boolean;
+  /**
+   * Send a `Server-Timing` header. Default true. `maxBytes` (default 2048) caps its size;
+   * `crossOrigin: true` keeps it even when the app sets `Timing-Allow-Origin: *` (default false:
+   * then the timings, which DevTools of another origin could read, are left out).
+   */
+  serverTiming?: boolean | { maxBytes?: number; crossOrigin?: boolean };
+}
+
+/** @internal */
+export interface HttpConfig<Req> {
+  core: CoreConfig;
+  /** null: nobody is a developer, decided once at setup. */
+  isDeveloper: ((req: Req) => unknown) | null;
+  htmlComment: boolean;
+  serverTiming: { maxBytes: number; crossOrigin: boolean } | null;
+}
+
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming'] as const;
+
+/** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
+export function resolveHttp<Req>(
+  options: unknown,
+  what: string,
+  peer: (req: Req) => string | undefined,
+  extraKeys: readonly string[] = [],
+): HttpConfig<Req> {
+  const o = checkObject(options, [...HTTP_KEYS, ...extraKeys], what);
+  const core = resolveCore(o);
+  let isDeveloper = fnOption<((req: Req) => unknown) | undefined>(o, 'isDeveloper', undefined);
+  if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
+    isDeveloper = (req) => isLoopback(peer(req));
+  }
+  return {
+    core,
+    isDeveloper: isDeveloper ?? null,
+    htmlComment: boolOption(o, 'htmlComment', true),
+    serverTiming: serverTimingOption(o.serverTiming),
+  };
+}
+
+function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {
+  if (v === undefined || v === true) return { maxBytes: DEFAULT_MAX_BYTES, crossOrigin: false };
+  if (v === false) return null;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw invalid('serverTiming', 'a boolean or { maxBytes, crossOrigin }', v);
+  }
+  const o = v as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (key !== 'maxBytes' && key !== 'crossOrigin') {
+      throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "serverTiming.${key}" (${describe(o[key])}); known: maxBytes, crossOrigin`);
+    }
+  }
+  return {
+    maxBytes: intOption(o, 'maxBytes', DEFAULT_MAX_BYTES, MIN_MAX_BYTES, 1 << 20),
+    crossOrigin: boolOption(o, 'crossOrigin', false),
+  };
+}
+
+/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6. The socket's address, never a header. */
+export function isLoopback(addr: string | undefined): boolean {
+  if (addr === undefined) return false;
+  if (addr === '::1') return true;
+  if (addr.startsWith('::ffff:')) addr = addr.slice(7);
+  return addr.startsWith('127.') && /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(addr);
+}

@@ -1,0 +1,145 @@
+import type { ServerResponse } from 'node:http';
+import { closeProfile } from '../context.js';
+import { debug, report } from '../errors.js';
+import { toText } from '../names.js';
+import { Profile, type ProfileJSON } from '../profile.js';
+import { renderServerTiming } from '../render/server-timing.js';
+import { renderHtmlComment } from '../render/text.js';
+import type { HttpConfig } from './config.js';
+import { injectable, splice, type Body, type HeaderView } from './inject.js';
+
+const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
+
+function byteLength(body: Body, encoding: unknown): number {
+  if (typeof body !== 'string') return body.byteLength;
+  return Buffer.byteLength(body, typeof encoding === 'string' && Buffer.isEncoding(encoding) ? encoding : 'utf8');
+}
+
+/** The query string can hold secrets, and the path is all a reader needs. */
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/**
+ * The adapter-independent half of one developer request: the profile, the header written at
+ * `writeHead`, the comment spliced into a whole HTML body, the seal on close. Every entry point
+ * catches its own faults and reports them: the app's response must be what it would have been.
+ */
+export class ProfiledResponse {
+  readonly profile: Profile;
+  private readonly cfg: HttpConfig<never>;
+  private readonly method: string;
+  /** The JSON the outputs were rendered from, so the comment and the header agree. */
+  private frozen: ProfileJSON | null = null;
+  /** Set for Fastify's `reply.hijack()`: the app writes the raw response itself. */
+  hijacked = false;
+
+  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined) {
+    this.cfg = cfg;
+    this.method = method ?? 'GET';
+    const path = toText(pathOf(url), cfg.core.maxNameLength);
+    this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
+  }
+
+  /**
+   * A whole body is being handed over: the response is complete as far as the app is concerned,
+   * so the root stops here and the outputs are rendered from this moment. Returns the body with
+   * the comment, or null to send it untouched.
+   */
+  body(h: HeaderView, status: number, body: unknown, encoding?: unknown): Body | null {
+    try {
+      this.profile.stopRoot();
+      this.frozen = this.profile.toJSON();
+      if (!this.cfg.htmlComment) return null;
+      let mode = injectable(h, status, this.method, body);
+      if (mode === null) return null;
+      const declared = h.getHeader('content-length');
+      if (declared !== undefined && Number(declared) !== byteLength(body as Body, encoding)) {
+        debug('no comment: Content-Length %s does not match the body', String(declared));
+        return null;
+      }
+      if (typeof body === 'string' && typeof encoding === 'string') {
+        if (!TEXT_ENCODINGS.test(encoding)) {
+          debug('no comment: string body in %s encoding', encoding);
+          return null;
+        }
+        if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
+      }
+      return splice(body as Body, renderHtmlComment(this.frozen, { ascii: mode === 'ascii' }));
+    } catch (err) {
+      report(this.cfg.core.onInternalError, err);
+      return null;
+    }
+  }
+
+  /** From the `writeHead` hook: cache safety and `Server-Timing`. */
+  writeHeaders(res: ServerResponse): void {
+    if (this.hijacked) return;
+    try {
+      res.setHeader('Cache-Control', 'private, no-store');
+      res.removeHeader('ETag');
+      const st = this.cfg.serverTiming;
+      if (st === null) return;
+      if (!st.crossOrigin && String(res.getHeader('timing-allow-origin') ?? '').trim() === '*') {
+        debug('no Server-Timing: Timing-Allow-Origin is *');
+        return;
+      }
+      const value = renderServerTiming(this.frozen ?? this.profile.toJSON(), { maxBytes: st.maxBytes });
+      const prev = res.getHeader('server-timing');
+      if (prev === undefined) res.setHeader('Server-Timing', value);
+      else if (Array.isArray(prev)) res.setHeader('Server-Timing', [...prev, value]);
+      else res.setHeader('Server-Timing', `${String(prev)}, ${value}`);
+    } catch (err) {
+      report(this.cfg.core.onInternalError, err);
+    }
+  }
+
+  /** The response closed (finished or aborted): record how, seal once. */
+  finish(res: ServerResponse): void {
+    try {
+      const req = this.profile.request!;
+      req.status = res.statusCode;
+      if (!res.writableFinished) req.aborted = true;
+      closeProfile(this.profile);
+    } catch (err) {
+      report(this.cfg.core.onInternalError, err);
+    }
+  }
+}
+
+/** Conditional headers would let the framework answer 304 with an old, unprofiled page. */
+export function stripConditionals(headers: Record<string, unknown>): void {
+  delete headers['if-none-match'];
+  delete headers['if-modified-since'];
+}
+
+/**
+ * Ask `isDeveloper`, which may be sync or async and may throw or reject: anything but `true`
+ * means no. Calls back synchronously when the answer is synchronous.
+ */
+export function askDeveloper<Req>(cfg: HttpConfig<Req>, req: Req, then: (yes: boolean) => void): void {
+  let answer: unknown;
+  try {
+    answer = cfg.isDeveloper!(req);
+  } catch (err) {
+    report(cfg.core.onInternalError, err);
+    return then(false);
+  }
+  if (answer === true || answer === false || answer === undefined || answer === null || typeof (answer as { then?: unknown }).then !== 'function') {
+    return then(answer === true);
+  }
+  Promise.resolve(answer)
+    .then(
+      (v) => v === true,
+      (err) => {
+        report(cfg.core.onInternalError, err);
+        return false;
+      },
+    )
+    .then(then)
+    // `then` continues the app's chain (next(), done()); a throw there is the framework's to
+    // handle, but it must not become an unhandled rejection that takes the process down.
+    .catch((err: unknown) => report(cfg.core.onInternalError, err));
+}

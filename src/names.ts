@@ -1,0 +1,25 @@
+/**
+ * Turn whatever the app passed as a name into a bounded string. Never throws: a value whose
+ * `toString` throws (or `Object.create(null)`) becomes a placeholder.
+ */
+export function toText(value: unknown, max: number): string {
+  let s: string;
+  if (typeof value === 'string') {
+    s = value;
+  } else {
+    try {
+      s = String(value);
+    } catch {
+      s = '[unprintable]';
+    }
+  }
+  return s.length > max ? cut(s, max) : s;
+}
+
+/** Cut to at most `max` UTF-16 units without splitting a surrogate pair, marked with '...'. */
+export function cut(s: string, max: number): string {
+  let end = Math.max(0, max - 3);
+  const c = s.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return s.slice(0, end) + '...';
+}

@@ -1,0 +1,204 @@
+import { randomUUID } from 'node:crypto';
+import { CustomNode, F_ERROR, RUNNING, TimingNode } from './timing.js';
+import type { CoreConfig } from './options.js';
+
+/** One custom timing in the v1 JSON. */
+export interface CustomTimingJSON {
+  category: string;
+  command: string;
+  startMs: number;
+  durationMs: number;
+  error?: true;
+  unfinished?: true;
+}
+
+/** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
+export interface TimingJSON {
+  name: string;
+  startMs: number;
+  durationMs: number;
+  children: TimingJSON[];
+  custom?: CustomTimingJSON[];
+  error?: true;
+  unfinished?: true;
+}
+
+/** What an HTTP adapter knows about the request; the path never has a query string. */
+export interface RequestInfo {
+  method: string;
+  path: string;
+  status?: number;
+  aborted?: true;
+}
+
+/** `Profile.toJSON()`: stable, versioned by `v`. */
+export interface ProfileJSON {
+  v: 1;
+  id: string;
+  name: string;
+  machine: string;
+  started: string;
+  durationMs: number;
+  droppedSteps: number;
+  warnings: string[];
+  request?: RequestInfo;
+  root: TimingJSON;
+}
+
+const MAX_WARNINGS = 20;
+
+/** Microsecond precision is all a clock on a VM gives; it also keeps the JSON short. */
+function us(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/**
+ * The timing tree of one request (or one `withProfile` call). While it is open, steps are added
+ * to it; once sealed it is an immutable JSON value and the live nodes are let go.
+ */
+export class Profile {
+  readonly id: string;
+  readonly name: string;
+  readonly machine: string;
+  /** Epoch milliseconds at the start. */
+  readonly startedAt: number;
+  request: RequestInfo | undefined;
+  droppedSteps: number;
+  readonly warnings: string[];
+  /** @internal */ readonly config: CoreConfig;
+  /** @internal */ readonly t0: number;
+  /** @internal */ root: TimingNode;
+  /** @internal steps and custom timings recorded so far, against `maxSteps`. */
+  count: number;
+  private sealedJSON: ProfileJSON | null;
+  private extraWarnings: number;
+
+  /** @internal Profiles are made by `withProfile` and the adapters. */
+  constructor(name: string, config: CoreConfig, request?: RequestInfo) {
+    this.config = config;
+    this.id = randomUUID();
+    this.name = name;
+    this.machine = config.machine;
+    this.startedAt = config.now();
+    this.request = request;
+    this.droppedSteps = 0;
+    this.warnings = [];
+    this.count = 0;
+    this.sealedJSON = null;
+    this.extraWarnings = 0;
+    this.t0 = config.clock();
+    this.root = new TimingNode(name, null, this, 0);
+  }
+
+  /** @internal Milliseconds since the profile started, on its monotonic clock. */
+  now(): number {
+    return this.config.clock() - this.t0;
+  }
+
+  get sealed(): boolean {
+    return this.sealedJSON !== null;
+  }
+
+  /** The root's duration: so far while open, final once sealed. */
+  get durationMs(): number {
+    return this.toJSON().durationMs;
+  }
+
+  /** @internal Warnings are bounded like everything else a request can make. */
+  warn(message: string): void {
+    if (this.warnings.length < MAX_WARNINGS) this.warnings.push(message);
+    else this.extraWarnings++;
+  }
+
+  /** @internal Stop the root now if it is still running (the response is complete). */
+  stopRoot(): void {
+    if (this.sealedJSON === null && this.root.durationMs === RUNNING) this.root.end(this, 0);
+  }
+
+  /** @internal Mark the root as errored (the request's handler threw). */
+  failRoot(): void {
+    this.root.flags |= F_ERROR;
+  }
+
+  /**
+   * Seal: stop the root, freeze the JSON, and cut every live node loose so that nothing a
+   * request left behind (a timer, a never-awaited promise) keeps the tree alive. Idempotent.
+   */
+  seal(): ProfileJSON {
+    if (this.sealedJSON !== null) return this.sealedJSON;
+    this.stopRoot();
+    const json = this.snapshot();
+    this.sealedJSON = json;
+    detach(this.root);
+    return json;
+  }
+
+  /** The v1 JSON: final once sealed; while open, a snapshot with running steps measured to now. */
+  toJSON(): ProfileJSON {
+    return this.sealedJSON ?? this.snapshot();
+  }
+
+  private snapshot(): ProfileJSON {
+    const now = this.now();
+    const warnings = this.warnings.slice();
+    if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
+    const root = nodeJSON(this.root, now);
+    const json: ProfileJSON = {
+      v: 1,
+      id: this.id,
+      name: this.name,
+      machine: this.machine,
+      started: new Date(this.startedAt).toISOString(),
+      durationMs: root.durationMs,
+      droppedSteps: this.droppedSteps,
+      warnings,
+      ...(this.request === undefined ? undefined : { request: { ...this.request } }),
+      root,
+    };
+    return json;
+  }
+}
+
+function nodeJSON(node: TimingNode, now: number): TimingJSON {
+  const running = node.durationMs === RUNNING;
+  const d = running ? now - node.startMs : node.durationMs;
+  const out: TimingJSON = {
+    name: node.name,
+    startMs: us(node.startMs),
+    durationMs: us(d > 0 ? d : 0),
+    children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now)),
+  };
+  if (node.custom !== null) out.custom = node.custom.map((c) => customJSON(c, now));
+  if ((node.flags & F_ERROR) !== 0) out.error = true;
+  if (running && node.parent !== null) out.unfinished = true;
+  return out;
+}
+
+function customJSON(c: CustomNode, now: number): CustomTimingJSON {
+  const running = c.durationMs === RUNNING;
+  const d = running ? now - c.startMs : c.durationMs;
+  const out: CustomTimingJSON = {
+    category: c.category,
+    command: c.command,
+    startMs: us(c.startMs),
+    durationMs: us(d > 0 ? d : 0),
+  };
+  if ((c.flags & F_ERROR) !== 0) out.error = true;
+  if (running) out.unfinished = true;
+  return out;
+}
+
+/** Iterative, so no tree shape can overflow the stack. */
+function detach(root: TimingNode): void {
+  const stack: TimingNode[] = [root];
+  while (stack.length > 0) {
+    const n = stack.pop()!;
+    if (n.children !== null) for (const c of n.children) stack.push(c);
+    n.children = null;
+    n.custom = null;
+    n.parent = null;
+    n.profile = null;
+    n.owner = null;
+    n.cur = null;
+  }
+}

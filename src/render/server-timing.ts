@@ -1,0 +1,102 @@
+import type { TimingJSON } from '../profile.js';
+import { dataOf, type Renderable } from './data.js';
+import { ms1 } from './format.js';
+
+export interface ServerTimingOptions {
+  /** The value is cut at metric boundaries to fit; `total` is always kept. Default 2048. */
+  maxBytes?: number;
+}
+
+export const DEFAULT_MAX_BYTES = 2048;
+/** Room for `more;desc="N more"` and `total;dur=…` whatever is cut. */
+export const MIN_MAX_BYTES = 64;
+const MAX_TOKEN = 32;
+const MAX_DESC = 96;
+
+/**
+ * One `Server-Timing` header value: a metric per top-level step, one per custom-timing category
+ * (summed, with the count in `desc`), then `total`. Always printable ASCII (0x20–0x7E): names are
+ * reduced to tokens, and `desc` is a quoted string with `\` and `"` escaped and anything outside
+ * ASCII percent-encoded as UTF-8, so Node can never reject it. Metrics that do not fit `maxBytes`
+ * are dropped from the end and counted in a `more` metric.
+ *
+ * @example
+ * load-user;dur=3.4;desc="load user", sql;dur=3.1;desc="sql (1)", total;dur=376.9
+ */
+export function renderServerTiming(profile: Renderable, options: ServerTimingOptions = {}): string {
+  const p = dataOf(profile, 'renderServerTiming');
+  const max = Math.max(MIN_MAX_BYTES, options.maxBytes ?? DEFAULT_MAX_BYTES);
+  const metrics: string[] = [];
+  for (const c of p.root.children) metrics.push(metric(c.name, c.durationMs, c.name));
+  const cats = new Map<string, { sum: number; count: number }>();
+  collect(p.root, cats);
+  for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
+  return fit(metrics, `total;dur=${ms1(p.durationMs)}`, max);
+}
+
+function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }>): void {
+  if (t.custom !== undefined) {
+    for (const c of t.custom) {
+      const agg = cats.get(c.category);
+      if (agg === undefined) cats.set(c.category, { sum: c.durationMs, count: 1 });
+      else {
+        agg.sum += c.durationMs;
+        agg.count++;
+      }
+    }
+  }
+  for (const c of t.children) collect(c, cats);
+}
+
+function metric(name: string, durationMs: number, desc: string): string {
+  const tok = token(name);
+  const m = `${tok};dur=${ms1(durationMs)}`;
+  return desc === tok ? m : `${m};desc="${quoted(desc)}"`;
+}
+
+function fit(metrics: string[], total: string, max: number): string {
+  let out = '';
+  let i = 0;
+  for (; i < metrics.length; i++) {
+    const next = out === '' ? metrics[i]! : `${out}, ${metrics[i]}`;
+    const left = metrics.length - i - 1;
+    const reserve = total.length + 2 + (left > 0 ? more(left).length + 2 : 0);
+    if (next.length + reserve > max) break;
+    out = next;
+  }
+  if (i < metrics.length) out = out === '' ? more(metrics.length - i) : `${out}, ${more(metrics.length - i)}`;
+  return out === '' ? total : `${out}, ${total}`;
+}
+
+function more(n: number): string {
+  return `more;desc="${n} more"`;
+}
+
+const TCHAR = /[^A-Za-z0-9!#$%&'*+.^_`|~-]+/g;
+
+/** A metric name is an RFC 9110 token; `total` and `more` are ours. */
+export function token(name: string): string {
+  let t = name.replace(TCHAR, '_');
+  if (t.length > MAX_TOKEN) t = t.slice(0, MAX_TOKEN);
+  t = t.replace(/^_+|_+$/g, '');
+  if (t === '') return 'step';
+  return t === 'total' || t === 'more' ? `${t}_` : t;
+}
+
+/** The inside of a quoted-string: ASCII only, `%`-encoding what is not (so `\u` is never needed). */
+export function quoted(s: string): string {
+  if (s.length > MAX_DESC) s = s.slice(0, MAX_DESC);
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c) out += '\\' + s[i];
+    else if (c === 0x25) out += '%25';
+    else if (c >= 0x20 && c < 0x7f) out += s[i];
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      out += encodeURIComponent(s[i]! + s[i + 1]!);
+      i++;
+    } else if (c >= 0xd800 && c <= 0xdfff) out += '%EF%BF%BD';
+    else out += encodeURIComponent(s[i]!);
+  }
+  return out;
+}

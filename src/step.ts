@@ -1,0 +1,198 @@
+import { als, closeProfile, runInProfile } from './context.js';
+import { report } from './errors.js';
+import { toText } from './names.js';
+import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
+import { Profile } from './profile.js';
+import { CustomNode, F_ERROR, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+
+/**
+ * Time a block of code as a step of the current request's profile.
+ *
+ * With a function, `fn` runs as the parent of every step it starts (also across `await` and
+ * inside `Promise.all`), and `step` returns what `fn` returns, rethrowing the very error it
+ * throws. When `fn` returns a promise or any thenable, `step` returns a native promise that
+ * settles the same way once the step has been stopped (a lazy thenable runs exactly once, and
+ * an unhandled rejection stays unhandled, and visible).
+ *
+ * Without a function it returns a {@link Timing} for `using t = step('x')` or `t.stop()`; it is
+ * the parent of the steps that follow it in the same async context until it stops. Use the
+ * callback form for concurrent code.
+ *
+ * Outside a profile both forms cost one `getStore()`: `fn` is called directly, and the no-op
+ * `Timing` is one shared frozen object.
+ *
+ * @example
+ * const user = await step('load user', () => db.users.find(id));
+ * { using _ = step('render'); html = render(user); }
+ */
+export function step<T>(name: string, fn: () => T): T;
+export function step(name: string): Timing;
+export function step<T>(name: string, fn?: () => T): T | Timing {
+  const scope = als.getStore();
+  if (scope === undefined || scope.profile === null) return fn === undefined ? NOOP_TIMING : fn();
+  return fn === undefined ? open(scope, scope.profile, name) : run(scope, scope.profile, name, fn);
+}
+
+/**
+ * Time one call to something outside the process (a query, an HTTP call, a cache lookup) as a
+ * custom timing of the current step, under `category`. Same contract as `step(name, fn)`.
+ *
+ * @example
+ * const rows = await timing('sql', 'select * from users where id = ?', () => pool.query(q, [id]));
+ */
+export function timing<T>(category: string, command: string, fn: () => T): T {
+  const scope = als.getStore();
+  if (scope === undefined || scope.profile === null) return fn();
+  const profile = scope.profile;
+  if (profile.count >= profile.config.maxSteps) {
+    profile.droppedSteps++;
+    return fn();
+  }
+  profile.count++;
+  const cfg = profile.config;
+  const parent = parentIn(scope);
+  const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.now());
+  if (parent.custom === null) parent.custom = [c];
+  else parent.custom.push(c);
+  let r: T;
+  try {
+    r = fn();
+  } catch (err) {
+    endCustom(profile, c, F_ERROR);
+    throw err;
+  }
+  const then = thenOf(r, profile);
+  if (then === undefined) {
+    endCustom(profile, c, 0);
+    return r;
+  }
+  return settle(then, r, () => endCustom(profile, c, 0), () => endCustom(profile, c, F_ERROR)) as T;
+}
+
+/** The live profile of this async context, or undefined outside one (or after it was sealed). */
+export function currentProfile(): Profile | undefined {
+  return als.getStore()?.profile ?? undefined;
+}
+
+/**
+ * Profile work outside HTTP: a job, a script, a test. `fn` runs inside a new profile, which is
+ * sealed when `fn` settles. Rejects with `fn`'s own error if it fails.
+ *
+ * @example
+ * const { result, profile } = await withProfile('nightly import', () => importAll());
+ * console.log(renderText(profile));
+ */
+export async function withProfile<T>(
+  name: string,
+  fn: () => T,
+  options?: CoreOptions,
+): Promise<{ result: Awaited<T>; profile: Profile }> {
+  const config = resolveCore(checkObject(options, CORE_KEYS, 'withProfile'));
+  const profile = new Profile(toText(name, config.maxNameLength), config);
+  try {
+    const result = await runInProfile(profile, fn);
+    return { result, profile };
+  } catch (err) {
+    profile.failRoot();
+    throw err;
+  } finally {
+    closeProfile(profile);
+  }
+}
+
+function admit(profile: Profile, parent: TimingNode): boolean {
+  if (profile.count < profile.config.maxSteps && parent.depth < profile.config.maxDepth) {
+    profile.count++;
+    return true;
+  }
+  profile.droppedSteps++;
+  return false;
+}
+
+function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T): T {
+  const parent = parentIn(scope);
+  if (!admit(profile, parent)) return fn();
+  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.now());
+  let r: T;
+  try {
+    r = als.run(t, fn);
+  } catch (err) {
+    t.end(profile, F_ERROR);
+    throw err;
+  }
+  const then = thenOf(r, profile);
+  if (then === undefined) {
+    t.end(profile, 0);
+    return r;
+  }
+  return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
+}
+
+function open(scope: TimingNode, profile: Profile, name: string): Timing {
+  const parent = parentIn(scope);
+  if (!admit(profile, parent)) return NOOP_TIMING;
+  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.now());
+  t.flags = F_USING;
+  t.owner = scope;
+  scope.cur = t;
+  return t;
+}
+
+/** A step that settles after its profile was sealed changes nothing. */
+function endStep(profile: Profile, t: TimingNode, flags: number): void {
+  if (t.profile !== null && t.durationMs === RUNNING) t.end(profile, flags);
+}
+
+function endCustom(profile: Profile, c: CustomNode, flags: number): void {
+  if (profile.sealed || c.durationMs !== RUNNING) return;
+  const d = profile.now() - c.startMs;
+  c.durationMs = d > 0 ? d : 0;
+  c.flags |= flags;
+}
+
+type Then = (onFulfilled: (v: unknown) => unknown, onRejected: (e: unknown) => unknown) => unknown;
+
+/**
+ * The `then` of a promise or thenable, read once. A getter that throws is the app's object
+ * misbehaving, not a reason to throw from `step`: the value is then treated as a plain value.
+ */
+function thenOf(r: unknown, profile: Profile): Then | undefined {
+  if (r === null || (typeof r !== 'object' && typeof r !== 'function')) return undefined;
+  try {
+    const then = (r as { then?: unknown }).then;
+    return typeof then === 'function' ? (then as Then) : undefined;
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+    return undefined;
+  }
+}
+
+/**
+ * Return a native promise that settles as `r` does, after the timing ended. `then` is called once,
+ * so a lazy thenable (a query builder) runs once; the error is the very object `r` rejected
+ * with, and if the app never handles the returned promise Node still reports the rejection.
+ * A plain native promise is chained directly; anything else (a subclass whose constructor takes
+ * other arguments, a thenable whose `then` returns nothing) goes through a fresh native promise.
+ */
+function settle(then: Then, r: unknown, ok: () => void, fail: () => void): Promise<unknown> {
+  const onOk = (v: unknown): unknown => {
+    ok();
+    return v;
+  };
+  const onErr = (e: unknown): never => {
+    fail();
+    throw e;
+  };
+  if (r instanceof Promise && r.constructor === Promise) return r.then(onOk, onErr);
+  return new Promise((resolve, reject) => {
+    try {
+      then.call(r, (v) => resolve(onOk(v)), (e) => {
+        fail();
+        reject(e);
+      });
+    } catch (e) {
+      fail();
+      reject(e);
+    }
+  });
+}

@@ -1,0 +1,133 @@
+import type { Profile } from './profile.js';
+
+/**
+ * What `step(name)` returns. Stop it with `t.stop()` or let `using` dispose of it; `stop()` is
+ * idempotent. Outside a profile every call returns one shared, frozen no-op.
+ */
+export interface Timing {
+  readonly name: string;
+  stop(): void;
+  [Symbol.dispose](): void;
+}
+
+function noop(): void {}
+
+/** The one Timing handed out when nothing is being profiled: no allocation, no clock read. */
+export const NOOP_TIMING: Timing = Object.freeze({ name: '', stop: noop, [Symbol.dispose]: noop });
+
+export const RUNNING = -1;
+export const F_ERROR = 1;
+export const F_USING = 2;
+
+/** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
+export class CustomNode {
+  category: string;
+  command: string;
+  startMs: number;
+  durationMs: number;
+  flags: number;
+  constructor(category: string, command: string, startMs: number) {
+    this.category = category;
+    this.command = command;
+    this.startMs = startMs;
+    this.durationMs = RUNNING;
+    this.flags = 0;
+  }
+}
+
+/**
+ * A live step. It is also the AsyncLocalStorage store of the code it wraps, so a new step finds
+ * its parent with one `getStore()`. All fields are set in the constructor so every node shares
+ * one hidden class. When the profile is sealed the node is cut loose (profile, parent, children
+ * set to null) so a timer the request leaked cannot keep the tree alive.
+ */
+export class TimingNode implements Timing {
+  name: string;
+  startMs: number;
+  durationMs: number;
+  depth: number;
+  flags: number;
+  children: TimingNode[] | null;
+  custom: CustomNode[] | null;
+  parent: TimingNode | null;
+  profile: Profile | null;
+  /** For a `using` timing: the store (scope) it was opened in, so stop() can pop it. */
+  owner: TimingNode | null;
+  /** As a scope: the innermost `using` timing opened in it and still running. */
+  cur: TimingNode | null;
+
+  constructor(name: string, parent: TimingNode | null, profile: Profile, startMs: number) {
+    this.name = name;
+    this.startMs = startMs;
+    this.durationMs = RUNNING;
+    this.depth = parent === null ? 0 : parent.depth + 1;
+    this.flags = 0;
+    this.children = null;
+    this.custom = null;
+    this.parent = parent;
+    this.profile = profile;
+    this.owner = null;
+    this.cur = null;
+    if (parent !== null) {
+      if (parent.children === null) parent.children = [this];
+      else parent.children.push(this);
+    }
+  }
+
+  /** @internal Record the end. Negative spans (a clock that went backwards) become 0. */
+  end(profile: Profile, flags: number): void {
+    const d = profile.now() - this.startMs;
+    this.durationMs = d > 0 ? d : 0;
+    this.flags |= flags;
+  }
+
+  stop(): void {
+    const profile = this.profile;
+    if (profile === null || this.durationMs !== RUNNING) return;
+    this.end(profile, 0);
+    const scope = this.owner;
+    if (scope !== null) popUsing(scope, this, profile);
+  }
+
+  [Symbol.dispose](): void {
+    this.stop();
+  }
+}
+
+/**
+ * The parent for a new step opened in `scope`: the innermost open `using` timing there, else the
+ * scope itself; a stopped one gives way to its nearest running ancestor (a timer that fires
+ * after its step ended still lands in the tree, one level up).
+ */
+export function parentIn(scope: TimingNode): TimingNode {
+  let p = scope.cur ?? scope;
+  while (p.durationMs !== RUNNING && p.parent !== null) p = p.parent;
+  return p;
+}
+
+/**
+ * A `using` timing ended. In order (it is the innermost) the scope's cursor moves back to its
+ * nearest running `using` ancestor. Out of order means two `using` timings overlapped (often two
+ * async branches sharing one scope): the timing opened inside it is moved up to be its sibling
+ * and the profile says why, rather than keeping a tree that claims one contained the other.
+ */
+function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
+  if (scope.cur === t) {
+    let c = t.parent;
+    while (c !== null && c.owner === scope && c.durationMs !== RUNNING) c = c.parent;
+    scope.cur = c !== null && c.owner === scope ? c : null;
+    return;
+  }
+  let inner = scope.cur;
+  while (inner !== null && inner.parent !== t) inner = inner.parent;
+  if (inner === null) return;
+  const up = t.parent ?? t;
+  const siblings = t.children!;
+  siblings.splice(siblings.indexOf(inner), 1);
+  inner.parent = up;
+  up.children!.push(inner);
+  profile.warn(
+    `using timings overlapped: "${t.name}" stopped while "${inner.name}", opened after it, was running; ` +
+      'they are shown as siblings. Use step(name, fn) for concurrent code.',
+  );
+}
