@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
+import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
 import { askDeveloper, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 
@@ -27,6 +28,18 @@ export function miniprof(options?: MiniprofOptions<Req>): (req: Req, res: Server
   if (cfg.isDeveloper === null) return (_req, _res, next) => next();
 
   function profile(req: Req, res: ServerResponse, next: Next): void {
+    let state: ProfiledResponse;
+    try {
+      state = instrument(req, res);
+    } catch (err) {
+      // Setting up is the profiler's business: if it fails, the request goes on unprofiled.
+      report(cfg.core.onInternalError, err);
+      return next();
+    }
+    runInProfile(state.profile, next);
+  }
+
+  function instrument(req: Req, res: ServerResponse): ProfiledResponse {
     const state = new ProfiledResponse(cfg as never, req.method, req.originalUrl ?? req.url);
     stripConditionals(req.headers);
     onHeaders(res, function (this: ServerResponse) {
@@ -48,7 +61,7 @@ export function miniprof(options?: MiniprofOptions<Req>): (req: Req, res: Server
       return end.call(this, body, encoding, cb);
     } as End;
     res.once('close', () => state.finish(res));
-    runInProfile(state.profile, next);
+    return state;
   }
 
   return function miniprofMiddleware(req, res, next) {

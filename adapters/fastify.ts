@@ -3,6 +3,7 @@ import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDo
 import fp from 'fastify-plugin';
 import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
+import { report } from '../src/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { askDeveloper, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 
@@ -25,6 +26,18 @@ function isStream(payload: unknown): boolean {
  * `Server-Timing`, after every `onSend` hook) and `close` (to seal, on finish and on abort alike).
  */
 function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+  let state: ProfiledResponse;
+  try {
+    state = instrument(cfg, request, reply);
+  } catch (err) {
+    // Setting up is the profiler's business: if it fails, the request goes on unprofiled.
+    report(cfg.core.onInternalError, err);
+    return next();
+  }
+  runInProfile(state.profile, next);
+}
+
+function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply): ProfiledResponse {
   const raw = reply.raw;
   const state = new ProfiledResponse(cfg as never, request.raw.method, request.raw.url);
   stripConditionals(request.raw.headers);
@@ -43,7 +56,7 @@ function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply
     return hijack.call(this);
   };
   raw.once('close', () => state.finish(raw));
-  runInProfile(state.profile, next);
+  return state;
 }
 
 const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify, options, done) => {

@@ -18,6 +18,8 @@ export const als = new AsyncLocalStorage<TimingNode>();
 const releasesHooks = typeof (AsyncLocalStorage.prototype as unknown as Record<string, unknown>)._enable === 'function';
 
 let open = 0;
+/** Profiles entered with runInProfile and not yet closed: only those count towards `open`. */
+const entered = new WeakSet<Profile>();
 
 /** Open profiles right now (for tests and the hook release). */
 export function openProfiles(): number {
@@ -26,7 +28,10 @@ export function openProfiles(): number {
 
 /** Run `fn(...args)` with `profile`'s root as the store: the only way miniprof enters the ALS. */
 export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...args: A) => R, ...args: A): R {
-  open++;
+  if (!entered.has(profile)) {
+    entered.add(profile);
+    open++;
+  }
   return als.run(profile.root, fn, ...args);
 }
 
@@ -34,5 +39,5 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
 export function closeProfile(profile: Profile): void {
   if (profile.sealed) return;
   profile.seal();
-  if (--open === 0 && releasesHooks) als.disable();
+  if (entered.delete(profile) && --open === 0 && releasesHooks) als.disable();
 }
