@@ -18,6 +18,11 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * then the timings, which DevTools of another origin could read, are left out).
    */
   serverTiming?: boolean | { maxBytes?: number; crossOrigin?: boolean };
+  /**
+   * A developer response still open after this long (server-sent events, long polls) has its
+   * profile sealed: later steps are pass-throughs. Default 120000 (2 minutes).
+   */
+  maxDurationMs?: number;
 }
 
 /** @internal */
@@ -27,9 +32,10 @@ export interface HttpConfig<Req> {
   isDeveloper: ((req: Req) => unknown) | null;
   htmlComment: boolean;
   serverTiming: { maxBytes: number; crossOrigin: boolean } | null;
+  maxDurationMs: number;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming'] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs'] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -49,6 +55,7 @@ export function resolveHttp<Req>(
     isDeveloper: isDeveloper ?? null,
     htmlComment: boolOption(o, 'htmlComment', true),
     serverTiming: serverTimingOption(o.serverTiming),
+    maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
   };
 }
 

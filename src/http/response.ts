@@ -41,7 +41,14 @@ export class ProfiledResponse {
     this.method = method ?? 'GET';
     const path = toText(pathOf(url), cfg.core.maxNameLength);
     this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
+    // A response that never ends (server-sent events, a long poll) must not keep its profile,
+    // and with it the promise hooks, open forever. Created before the request's context is
+    // entered, so the timer does not carry the profile's store.
+    this.deadline = setTimeout(expire, cfg.maxDurationMs, this.profile, cfg.core.onInternalError);
+    this.deadline.unref();
   }
+
+  private readonly deadline: NodeJS.Timeout;
 
   /**
    * A whole body is being handed over: the response is complete as far as the app is concerned,
@@ -102,10 +109,21 @@ export class ProfiledResponse {
       const req = this.profile.request!;
       req.status = res.statusCode;
       if (!res.writableFinished) req.aborted = true;
+      clearTimeout(this.deadline);
       closeProfile(this.profile);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }
+  }
+}
+
+function expire(profile: Profile, onInternalError: (err: unknown) => void): void {
+  try {
+    if (profile.sealed) return;
+    profile.warn(`sealed after maxDurationMs while the response was still open`);
+    closeProfile(profile);
+  } catch (err) {
+    report(onInternalError, err);
   }
 }
 
