@@ -1,0 +1,298 @@
+/**
+ * The artifact as users get it: `dist/` built by `npm run build` (which `npm test` runs first),
+ * loaded by NAME from a directory outside the repo, by plain `node` (the Node running this suite:
+ * 20 under `npm test`, 22 and 24 in `.ci/run`). Nothing here imports the sources.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const ENTRY_FILES = ['dist/src/index.js', 'dist/adapters/express.js', 'dist/adapters/fastify.js'];
+
+/** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
+const EXPORTS: Record<string, string[]> = {
+  miniprof: ['currentProfile', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
+  'miniprof/express': ['default', 'miniprof'],
+  'miniprof/fastify': ['default', 'miniprof'],
+};
+
+let dir = '';
+
+function write(name: string, text: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+/** Plain node, no loader, no flags, in the consumer directory. */
+function node(file: string): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function ok(file: string): string {
+  const r = node(file);
+  expect(r.code, `${file} failed:\n${r.stderr}`).toBe(0);
+  return r.stdout;
+}
+
+async function waitForDist(): Promise<string[]> {
+  // Other builds (`rm -rf dist && tsc`) may be mid-way on a shared checkout; CI builds once.
+  for (let i = 0; i < 20; i++) {
+    const missing = ENTRY_FILES.filter((f) => !existsSync(join(ROOT, f)));
+    if (missing.length === 0) return [];
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return ENTRY_FILES.filter((f) => !existsSync(join(ROOT, f)));
+}
+
+beforeAll(async () => {
+  const missing = await waitForDist();
+  if (missing.length > 0) {
+    throw new Error(`dist/ is not built (missing ${missing.join(', ')}): run \`npm run build\` first (\`npm test\` does)`);
+  }
+  dir = mkdtempSync(join(tmpdir(), 'miniprof-consumer-'));
+  mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
+  // The package is linked the way `npm link` would; its own dependencies resolve from its real path.
+  symlinkSync(ROOT, join(dir, 'node_modules', 'miniprof'), 'dir');
+  for (const dep of ['express', 'fastify', 'typescript']) {
+    symlinkSync(join(ROOT, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
+  }
+  for (const types of ['node', 'express', 'express-serve-static-core', 'serve-static', 'qs', 'range-parser', 'send', 'http-errors', 'body-parser', 'connect', 'mime']) {
+    const from = join(ROOT, 'node_modules', '@types', types);
+    if (existsSync(from)) symlinkSync(from, join(dir, 'node_modules', '@types', types), 'dir');
+  }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+});
+
+afterAll(() => {
+  if (dir !== '') rmSync(dir, { recursive: true, force: true });
+});
+
+describe('dist: the package by name from plain node', () => {
+  test('import: every entry resolves and has exactly its public names', () => {
+    const file = write(
+      'exports.mjs',
+      `const out = {};
+for (const id of ${JSON.stringify(Object.keys(EXPORTS))}) out[id] = Object.keys(await import(id)).sort();
+const pkg = await import('miniprof/package.json', { with: { type: 'json' } });
+out.pkg = [pkg.default.name, pkg.default.type];
+console.log(JSON.stringify(out));`,
+    );
+    expect(JSON.parse(ok(file))).toEqual({ ...EXPORTS, pkg: ['miniprof', 'module'] });
+  });
+
+  test('require(): every entry resolves (require of ESM) with the same names', () => {
+    const file = write(
+      'exports.cjs',
+      `const out = {};
+for (const id of ${JSON.stringify(Object.keys(EXPORTS))}) {
+  const m = require(id);
+  // Node marks a required ES module that has a default export with __esModule, for transpiled callers.
+  out[id] = Object.keys(m).filter((k) => k !== '__esModule').sort();
+}
+const ex = require('miniprof/express');
+const fa = require('miniprof/fastify');
+out.defaults = [ex.default === ex.miniprof, fa.default === fa.miniprof, typeof ex.miniprof, typeof fa.miniprof];
+out.pkg = require('miniprof/package.json').name;
+console.log(JSON.stringify(out));`,
+    );
+    expect(JSON.parse(ok(file))).toEqual({
+      ...EXPORTS,
+      defaults: [true, true, 'function', 'function'],
+      pkg: 'miniprof',
+    });
+  });
+
+  test('internals are not reachable: only the three entries and package.json are exported', () => {
+    const file = write(
+      'private.mjs',
+      `const out = [];
+for (const id of ['miniprof/dist/src/context.js', 'miniprof/src/index.ts', 'miniprof/adapters/express']) {
+  try { await import(id); out.push('loaded ' + id); } catch (e) { out.push(e.code); }
+}
+console.log(JSON.stringify(out));`,
+    );
+    expect(JSON.parse(ok(file))).toEqual(Array(3).fill('ERR_PACKAGE_PATH_NOT_EXPORTED'));
+  });
+
+  test('import and require share one module instance: a step recorded via require lands in a profile opened via import', () => {
+    const cjs = write(
+      'shared.cjs',
+      `const viaRequire = require('miniprof');
+const expressRequired = require('miniprof/express');
+(async () => {
+  const viaImport = await import('miniprof');
+  const expressImported = await import('miniprof/express');
+  const { result, profile } = await viaImport.withProfile('shared', async () => {
+    viaRequire.step('required step', () => {});
+    await viaRequire.step('required async step', async () => {
+      viaImport.step('imported child', () => {});
+    });
+    return viaRequire.currentProfile() === viaImport.currentProfile();
+  });
+  const tree = (t) => ({ name: t.name, children: t.children.map(tree) });
+  console.log(JSON.stringify({
+    sameFunctions: viaRequire.step === viaImport.step && expressRequired.miniprof === expressImported.miniprof,
+    sameProfile: result,
+    tree: tree(profile.toJSON().root),
+  }));
+})();`,
+    );
+    const expected = {
+      sameFunctions: true,
+      sameProfile: true,
+      tree: {
+        name: 'shared',
+        children: [
+          { name: 'required step', children: [] },
+          { name: 'required async step', children: [{ name: 'imported child', children: [] }] },
+        ],
+      },
+    };
+    expect(JSON.parse(ok(cjs))).toEqual(expected);
+    // The other way round: an ES module that imports first and requires second.
+    const esm = write(
+      'shared.mjs',
+      `import { createRequire } from 'node:module';
+import * as viaImport from 'miniprof';
+const viaRequire = createRequire(import.meta.url)('miniprof');
+const { profile } = await viaRequire.withProfile('other way', () => { viaImport.step('imported step', () => {}); });
+console.log(JSON.stringify(profile.toJSON().root.children.map((c) => c.name)));`,
+    );
+    expect(JSON.parse(ok(esm))).toEqual(['imported step']);
+  });
+
+  test('a TypeScript consumer (tsc, module nodenext, target ES2022) using `using` and the adapters\' types runs on plain node', () => {
+    write(
+      'tsconfig.json',
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'ES2022',
+          lib: ['ES2022', 'ESNext.Disposable'],
+          strict: true,
+          esModuleInterop: true,
+          skipLibCheck: true,
+          types: ['node'],
+          outDir: 'out',
+          rootDir: '.',
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    write(
+      'consumer.ts',
+      `import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import Fastify from 'fastify';
+import { renderServerTiming, renderText, step, timing, withProfile, type Profile, type Timing } from 'miniprof';
+import { miniprof as expressMiniprof, type MiniprofOptions } from 'miniprof/express';
+import fastifyMiniprof from 'miniprof/fastify';
+
+let t = 0;
+const fixed = { clock: () => t, now: () => Date.UTC(2026, 10, 29, 12), machine: 'ci' };
+
+const { result, profile } = await withProfile('job', async () => {
+  {
+    using outer: Timing = step('x');
+    t += 1.5;
+    step('inner', () => {
+      t += 2;
+    });
+    void outer.name;
+  }
+  await step('async', async () => {
+    await timing('sql', 'select 1', async () => {
+      t += 3;
+    });
+  });
+  return 42 as const;
+}, fixed);
+const answer: 42 = result;
+const p: Profile = profile;
+console.log(answer);
+process.stdout.write(renderText(p));
+console.log(renderServerTiming(p));
+
+// @ts-expect-error options are typed: a string is not a step limit
+void (() => expressMiniprof({ maxSteps: 'many' }));
+
+const expressOptions: MiniprofOptions<IncomingMessage> = {
+  ...fixed,
+  isDeveloper: (req) => req.headers['x-dev'] === '1',
+};
+const app = express();
+app.use(expressMiniprof(expressOptions));
+app.get('/', (_req, res) => {
+  {
+    using _page = step('page');
+    t += 4;
+  }
+  res.type('html').send('<html><body>hi</body></html>');
+});
+const server = app.listen(0, '127.0.0.1');
+await new Promise((r) => server.once('listening', r));
+const { port } = server.address() as AddressInfo;
+const res = await fetch(\`http://127.0.0.1:\${port}/\`, { headers: { 'x-dev': '1' } });
+console.log(res.headers.get('server-timing'));
+console.log(await res.text());
+server.close();
+
+const fastify = Fastify();
+await fastify.register(fastifyMiniprof, { ...fixed, isDeveloper: (req) => req.headers['x-dev'] === '1' });
+fastify.get('/', async (_req, reply) => {
+  await step('handler', async () => {
+    t += 5;
+  });
+  return reply.type('text/html').send('<body>ok</body>');
+});
+const reply = await fastify.inject({ url: '/', headers: { 'x-dev': '1' } });
+console.log(reply.headers['server-timing']);
+console.log(reply.body);
+await fastify.close();
+`,
+    );
+    const tsc = spawnSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(tsc.status, `tsc failed:\n${tsc.stdout}${tsc.stderr}`).toBe(0);
+    // ES2022 has no native `using`, so tsc lowered it: Node 20 cannot parse the syntax itself.
+    expect(readFileSync(join(dir, 'out', 'consumer.js'), 'utf8')).not.toMatch(/\busing\s+\w+\s*=/);
+    const out = ok(join(dir, 'out', 'consumer.js'));
+    expect(out).toBe(
+      [
+        '42',
+        'ci at 2026-11-29T12:00:00.000Z',
+        ' job = 6.5ms',
+        '> x = 3.5ms',
+        '>> inner = 2.0ms',
+        '> async = 3.0ms',
+        '>> [sql] select 1 = 3.0ms',
+        'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1)", total;dur=6.5',
+        'page;dur=4.0, total;dur=4.0',
+        '<html><body>hi<!--',
+        'ci at 2026-11-29T12:00:00.000Z',
+        'Path: GET /',
+        ' GET / = 4.0ms',
+        '> page = 4.0ms',
+        '--></body></html>',
+        'handler;dur=5.0, total;dur=5.0',
+        '<body>ok<!--',
+        'ci at 2026-11-29T12:00:00.000Z',
+        'Path: GET /',
+        ' GET / = 5.0ms',
+        '> handler = 5.0ms',
+        '--></body>',
+        '',
+      ].join('\n'),
+    );
+  });
+});
