@@ -1,0 +1,304 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { currentProfile, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
+import { als } from '../src/context.js';
+import { resolveCore } from '../src/options.js';
+import { Profile } from '../src/profile.js';
+import type { TimingNode } from '../src/timing.js';
+import { fakeClock, fixed } from './helpers/clock.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+function withoutId(json: ProfileJSON): Omit<ProfileJSON, 'id'> {
+  expect(json.id).toMatch(UUID);
+  const { id: _id, ...rest } = json;
+  return rest;
+}
+
+describe('toJSON: the v1 shape', () => {
+  test('exact JSON for a known tree with an injected clock and now', async () => {
+    const c = fakeClock(500);
+    const err = new Error('x');
+    const { profile } = await withProfile(
+      'nightly import',
+      async () => {
+        c.t = 501.2;
+        await step('load user', async () => {
+          c.t = 501.3;
+          await timing('sql', 'select * from users where id = ?', async () => {
+            c.t = 504.4;
+          });
+          c.t = 504.6;
+        });
+        try {
+          step('render', () => {
+            step('header', () => {
+              c.t = 505;
+            });
+            c.t = 510;
+            throw err;
+          });
+        } catch {
+          // expected
+        }
+        c.t = 876.9;
+      },
+      fixed(c),
+    );
+    expect(withoutId(profile.toJSON())).toEqual({
+      v: 1,
+      name: 'nightly import',
+      machine: 'web-1',
+      started: '2026-11-29T12:00:00.000Z',
+      durationMs: 376.9,
+      droppedSteps: 0,
+      warnings: [],
+      root: {
+        name: 'nightly import',
+        startMs: 0,
+        durationMs: 376.9,
+        children: [
+          {
+            name: 'load user',
+            startMs: 1.2,
+            durationMs: 3.4,
+            children: [],
+            custom: [{ category: 'sql', command: 'select * from users where id = ?', startMs: 1.3, durationMs: 3.1 }],
+          },
+          {
+            name: 'render',
+            startMs: 4.6,
+            durationMs: 5.4,
+            error: true,
+            children: [{ name: 'header', startMs: 4.6, durationMs: 0.4, children: [] }],
+          },
+        ],
+      },
+    });
+    // Sealed: the same object every time, and JSON-serialisable as is.
+    expect(profile.toJSON()).toBe(profile.toJSON());
+    expect(JSON.parse(JSON.stringify(profile))).toEqual(profile.toJSON());
+    expect(profile.durationMs).toBe(376.9);
+  });
+
+  test('the request field is a copy of what the adapter gave', () => {
+    const c = fakeClock();
+    const request = { method: 'GET', path: '/users/42' };
+    const profile = new Profile('GET /users/42', resolveCore(fixed(c) as Record<string, unknown>), request);
+    c.t = 2;
+    const json = profile.seal();
+    request.path = '/changed';
+    expect(json.request).toEqual({ method: 'GET', path: '/users/42' });
+    expect(Object.keys(json)).toEqual(['v', 'id', 'name', 'machine', 'started', 'durationMs', 'droppedSteps', 'warnings', 'request', 'root']);
+    expect(json.durationMs).toBe(2);
+  });
+
+  test('durations and starts are rounded to microseconds', async () => {
+    const c = fakeClock(1000);
+    const { profile } = await withProfile(
+      'job',
+      () => {
+        c.t = 1000.0012345;
+        step('s', () => {
+          // 1001.2358 - 1000.0012345 = 1.2345655 ms
+        c.t = 1001.2358;
+        });
+        c.t = 1002.00000049;
+      },
+      fixed(c),
+    );
+    const json = profile.toJSON();
+    expect(json.root.children[0]).toEqual({ name: 's', startMs: 0.001, durationMs: 1.235, children: [] });
+    expect(json.durationMs).toBe(2);
+  });
+
+  test('while open, toJSON is a snapshot measured to now; steps running at seal are flagged unfinished', async () => {
+    const c = fakeClock();
+    let mid: ProfileJSON | undefined;
+    const { profile } = await withProfile(
+      'job',
+      () => {
+        c.t = 1;
+        void step('never', () => new Promise(() => {}));
+        const open = step('open-using');
+        c.t = 2;
+        void timing('sql', 'hangs', () => new Promise(() => {}));
+        c.t = 3;
+        mid = currentProfile()!.toJSON();
+        expect(open.name).toBe('open-using');
+        c.t = 10;
+      },
+      fixed(c),
+    );
+    expect(mid!.durationMs).toBe(3);
+    expect(mid!.root.children.map((t) => [t.name, t.durationMs, t.unfinished])).toEqual([
+      ['never', 2, true],
+      ['open-using', 2, true],
+    ]);
+    const json = profile.toJSON();
+    expect(json.durationMs).toBe(10);
+    expect(json.root).toEqual({
+      name: 'job',
+      startMs: 0,
+      durationMs: 10,
+      children: [
+        { name: 'never', startMs: 1, durationMs: 9, children: [], unfinished: true },
+        {
+          name: 'open-using',
+          startMs: 1,
+          durationMs: 9,
+          children: [],
+          unfinished: true,
+          custom: [{ category: 'sql', command: 'hangs', startMs: 2, durationMs: 8, unfinished: true }],
+        },
+      ],
+    });
+  });
+
+  test('a clock that goes backwards gives durations clamped at 0, never a throw', async () => {
+    const c = fakeClock(100);
+    const { profile } = await withProfile(
+      'job',
+      async () => {
+        c.t = 90;
+        step('back', () => {
+          c.t = 50;
+        });
+        await timing('sql', 'q', async () => {
+          c.t = 10;
+        });
+        const t = step('using');
+        c.t = 5;
+        t.stop();
+        c.t = 0;
+      },
+      fixed(c),
+    );
+    const json = profile.toJSON();
+    expect(json.durationMs).toBe(0);
+    expect(json.root.durationMs).toBe(0);
+    expect(json.root.children.map((t) => t.durationMs)).toEqual([0, 0]);
+    expect(json.root.custom!.map((t) => t.durationMs)).toEqual([0]);
+    for (const t of json.root.children) expect(Number.isFinite(t.startMs)).toBe(true);
+  });
+
+  test('warnings are bounded: 20 kept, the rest counted in one last line', async () => {
+    const { profile } = await withProfile('job', () => {
+      for (let i = 0; i < 35; i++) {
+        const a = step(`a${i}`);
+        const b = step(`b${i}`);
+        a.stop();
+        b.stop();
+      }
+    });
+    const w = profile.toJSON().warnings;
+    expect(w).toHaveLength(21);
+    expect(w[0]).toContain('"a0"');
+    expect(w[19]).toContain('"a19"');
+    expect(w[20]).toBe('15 more warnings');
+  });
+});
+
+describe('seal and retention', () => {
+  test('seal is idempotent and freezes the JSON; later changes to the live profile object do not leak in', async () => {
+    const c = fakeClock();
+    const { profile } = await withProfile('job', () => step('s', () => (c.t = 3)), fixed(c));
+    const json = profile.toJSON();
+    c.t = 99;
+    expect(profile.seal()).toBe(json);
+    expect(profile.toJSON().durationMs).toBe(3);
+    expect(profile.sealed).toBe(true);
+  });
+
+  test('D4: after seal every live node is detached (profile, parent, children, custom are null)', async () => {
+    const nodes: TimingNode[] = [];
+    const { profile } = await withProfile('job', async () => {
+      nodes.push(als.getStore()!);
+      await step('a', async () => {
+        nodes.push(als.getStore()!);
+        timing('sql', 'q', () => 0);
+        await step('b', async () => {
+          nodes.push(als.getStore()!);
+        });
+        step('still-running', () => {
+          nodes.push(als.getStore()!);
+          return new Promise(() => {});
+        });
+      });
+      {
+        using _u = step('u');
+        nodes.push(_u as TimingNode);
+      }
+    });
+    expect(nodes.map((n) => n.name)).toEqual(['job', 'a', 'b', 'still-running', 'u']);
+    for (const n of nodes) {
+      expect(n.profile).toBeNull();
+      expect(n.parent).toBeNull();
+      expect(n.children).toBeNull();
+      expect(n.custom).toBeNull();
+      expect(n.owner).toBeNull();
+      expect(n.cur).toBeNull();
+    }
+    // The JSON kept everything.
+    expect(profile.toJSON().root.children.map((t) => t.name)).toEqual(['a', 'u']);
+  });
+
+  test('D4: detaching a very deep tree does not overflow the stack', async () => {
+    const dive = (n: number): number => (n === 0 ? 0 : step('d', () => 1 + dive(n - 1)));
+    const { profile } = await withProfile('job', () => dive(256), { maxDepth: 256 });
+    expect(profile.sealed).toBe(true);
+  });
+
+  const dist = resolve(import.meta.dirname, '../dist/src/index.js');
+  test(
+    'D4: 500 requests each leaking a setInterval retain < 1 MB (child process, --expose-gc, built dist/)',
+    () => {
+      expect(existsSync(dist), 'run `npm run build` first: this test measures the built package').toBe(true);
+      const dir = mkdtempSync(join(tmpdir(), 'miniprof-heap-'));
+      const script = join(dir, 'heap.mjs');
+      // `keep` is the control: holding the profiles themselves must show up, so the measure can fail.
+      writeFileSync(
+        script,
+        `
+import { withProfile, step } from ${JSON.stringify(dist)};
+const keep = process.argv[2] === 'keep';
+const timers = [];
+const kept = [];
+const heap = () => { gc(); gc(); return process.memoryUsage().heapUsed; };
+// Warm up so one-time allocations (modules, JIT) are not counted.
+for (let i = 0; i < 20; i++) await withProfile('warm', () => step('w', () => 0));
+const before = heap();
+for (let i = 0; i < 500; i++) {
+  const { profile } = await withProfile('GET /page/' + i, () => {
+    for (let k = 0; k < 200; k++) step('a step with a fairly ordinary name number ' + k, () => 0);
+    step('leaky', () => {
+      timers.push(setInterval(() => step('tick', () => 0), 3_600_000));
+    });
+  });
+  if (keep) kept.push(profile);
+}
+const after = heap();
+for (const t of timers) clearInterval(t);
+console.log(JSON.stringify({ retained: after - before, kept: kept.length }));
+`,
+      );
+      try {
+        const run = (mode: string): number => {
+          const r = spawnSync(process.execPath, ['--expose-gc', script, mode], { encoding: 'utf8', timeout: 60_000 });
+          expect(r.stderr).toBe('');
+          expect(r.status).toBe(0);
+          return (JSON.parse(r.stdout) as { retained: number }).retained;
+        };
+        const leaked = run('drop');
+        const control = run('keep');
+        expect(leaked).toBeLessThan(1024 * 1024);
+        expect(control).toBeGreaterThan(5 * 1024 * 1024);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
