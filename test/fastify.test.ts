@@ -1,0 +1,517 @@
+// End-to-end tests of the Fastify 5 plugin against real Fastify apps: real sockets
+// (`listen({ port: 0, host: '127.0.0.1' })` + node:net / node:http) where the behaviour depends
+// on them, `inject` where it does not. Hazard IDs are those of reliability.md.
+import http from 'node:http';
+import net from 'node:net';
+import { PassThrough, Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import zlib from 'node:zlib';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import compress from '@fastify/compress';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { miniprof, type MiniprofOptions } from '../adapters/fastify.js';
+import { als, openProfiles } from '../src/context.js';
+import { currentProfile, step } from '../src/index.js';
+import type { Profile, ProfileJSON, TimingJSON } from '../src/index.js';
+
+type Options = MiniprofOptions<FastifyRequest>;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+const apps: FastifyInstance[] = [];
+
+/** A Fastify app (closed after each test), optionally with miniprof registered first. */
+async function build(
+  mp: Options | null,
+  routes: (app: FastifyInstance) => void,
+  opts: FastifyServerOptions = {},
+): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false, ...opts });
+  apps.push(app);
+  if (mp !== null) await app.register(miniprof, mp);
+  routes(app);
+  await app.ready();
+  return app;
+}
+
+async function listen(app: FastifyInstance): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as net.AddressInfo).port;
+}
+
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+/** Send raw bytes on a fresh socket and collect everything until the server closes it. */
+function rawExchange(port: number, request: string | Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    // No half-close: Node's server aborts in-flight requests when the client ends its side.
+    const s = net.connect(port, '127.0.0.1', () => s.write(request));
+    s.on('data', (c: Buffer) => chunks.push(c));
+    s.on('error', reject);
+    s.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+/** A plain HTTP/1.1 request that asks the server to close the connection after it. */
+function rawGet(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Buffer> {
+  let head = `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n`;
+  for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
+  return rawExchange(port, head + '\r\n');
+}
+
+interface Parsed {
+  status: number;
+  /** Header lines as sent, name case kept, in order. */
+  lines: string[];
+  /** Lower-case name -> values in order. */
+  headers: Map<string, string[]>;
+  /** The body as received (chunk framing removed). */
+  body: Buffer;
+  /** Interim (1xx) responses before the final one. */
+  interim: Parsed[];
+}
+
+/** Parse one HTTP/1.1 response (with any 1xx before it) from raw bytes; the body is read to the end. */
+function parse(raw: Buffer): Parsed {
+  const interim: Parsed[] = [];
+  let at = 0;
+  for (;;) {
+    const end = raw.indexOf('\r\n\r\n', at);
+    if (end === -1) throw new Error(`no header end in ${JSON.stringify(raw.toString('latin1'))}`);
+    const [statusLine, ...lines] = raw.subarray(at, end).toString('latin1').split('\r\n');
+    const status = Number(statusLine!.split(' ')[1]);
+    const headers = new Map<string, string[]>();
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      const name = line.slice(0, colon).toLowerCase();
+      headers.set(name, [...(headers.get(name) ?? []), line.slice(colon + 1).trim()]);
+    }
+    at = end + 4;
+    if (status >= 100 && status < 200) {
+      interim.push({ status, lines, headers, body: Buffer.alloc(0), interim: [] });
+      continue;
+    }
+    const rest = raw.subarray(at);
+    const chunked = (headers.get('transfer-encoding') ?? []).join(',').toLowerCase().includes('chunked');
+    return { status, lines, headers, body: chunked ? dechunk(rest) : rest, interim };
+  }
+}
+
+function dechunk(b: Buffer): Buffer {
+  const out: Buffer[] = [];
+  let i = 0;
+  while (i < b.length) {
+    const eol = b.indexOf('\r\n', i);
+    const size = parseInt(b.subarray(i, eol).toString('latin1'), 16);
+    if (size === 0) break;
+    out.push(b.subarray(eol + 2, eol + 2 + size));
+    i = eol + 2 + size + 2;
+  }
+  return Buffer.concat(out);
+}
+
+function header(p: Parsed, name: string): string | undefined {
+  return p.headers.get(name)?.join(', ');
+}
+
+/** The raw response without its `Date` line: the only part that may differ between two runs. */
+function withoutDate(raw: Buffer): string {
+  return raw.toString('latin1').replace(/\r\nDate: [^\r\n]*/i, '');
+}
+
+const COMMENT = /<!--\n[\s\S]*?-->/g;
+
+/**
+ * The developer's body is the base body plus exactly one miniprof comment: remove it and the
+ * bytes must be the same. Returns the comment.
+ */
+function oneCommentMore(dev: Buffer, base: Buffer): string {
+  const d = dev.toString('latin1');
+  const found = d.match(COMMENT) ?? [];
+  expect(found, 'exactly one comment in the developer body').toHaveLength(1);
+  expect(base.toString('latin1').match(COMMENT)).toBeNull();
+  expect(d.replace(COMMENT, '')).toBe(base.toString('latin1'));
+  return Buffer.from(found[0]!, 'latin1').toString('utf8');
+}
+
+/** Poll (on the event loop, not the clock) until `cond` holds; fails after ~2 s. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await sleep(5);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function names(t: TimingJSON): string[] {
+  return t.children.flatMap((c) => [c.name, ...names(c)]);
+}
+
+/** A profile grabbed from inside a request, with a count of how often it was sealed. */
+interface Seen {
+  profile: Profile;
+  seals: number;
+}
+
+function watch(profile: Profile | undefined): Seen | undefined {
+  if (profile === undefined) return undefined;
+  const seen: Seen = { profile, seals: 0 };
+  const seal = profile.seal;
+  profile.seal = function (this: Profile) {
+    if (!this.sealed) seen.seals++;
+    return seal.call(this);
+  };
+  return seen;
+}
+
+/** A clock the test moves by hand, and a fixed wall clock: outputs are exact. */
+function fakeClock(): { t: number; clock: () => number; now: () => number } {
+  const c = { t: 0, clock: () => c.t, now: () => Date.UTC(2026, 10, 29, 12, 0, 0) };
+  return c;
+}
+
+const HTML = '<!doctype html><html><head><title>t</title></head><body><p>héllo ☕ wörld</p></body></html>';
+const dev = { 'x-dev': '1' };
+const byHeader: Options = { isDeveloper: (req) => req.headers['x-dev'] === '1' };
+
+afterAll(() => {
+  // Every developer request of this file was sealed, each exactly once.
+  expect(openProfiles()).toBe(0);
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('who is a developer (A1, A2)', () => {
+  const cases: Array<[string, (req: unknown) => unknown, boolean, boolean]> = [
+    ['true', () => true, true, false],
+    ['false', () => false, false, false],
+    ['a truthy non-boolean ("yes")', () => 'yes', false, false],
+    ['throws', () => {
+      throw new Error('gate broke');
+    }, false, true],
+    ['async true', async () => {
+      await sleep(1);
+      return true;
+    }, true, false],
+    ['async false', async () => false, false, false],
+    ['rejects', () => Promise.reject(new Error('gate broke')), false, true],
+    ['resolves 1', async () => 1, false, false],
+  ];
+
+  for (const [label, isDeveloper, profiled, faults] of cases) {
+    it(`A1: isDeveloper ${label} => ${profiled ? 'profiled' : 'untouched'}${faults ? ', fault reported once' : ''}`, async () => {
+      const reported: unknown[] = [];
+      let inHandler: Profile | undefined;
+      const routes = (app: FastifyInstance) =>
+        app.get('/', async (_req, reply) => {
+          inHandler = currentProfile();
+          await step('work', () => sleep(1));
+          return reply.type('text/html; charset=utf-8').send(HTML);
+        });
+      const base = await build(null, routes);
+      const app = await build({ isDeveloper: isDeveloper as Options['isDeveloper'], onInternalError: (e) => reported.push(e) }, routes);
+      const want = await base.inject({ url: '/' });
+      const got = await app.inject({ url: '/' });
+      expect(got.statusCode).toBe(200);
+      if (profiled) {
+        expect(got.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+        expect(got.headers['cache-control']).toBe('private, no-store');
+        oneCommentMore(got.rawPayload, want.rawPayload);
+        expect(inHandler).toBeDefined();
+      } else {
+        expect(inHandler).toBeUndefined();
+        expect(got.rawPayload.equals(want.rawPayload)).toBe(true);
+        const { date: _d1, ...h1 } = got.headers;
+        const { date: _d2, ...h2 } = want.headers;
+        expect(h1).toEqual(h2);
+      }
+      expect(reported).toHaveLength(faults ? 1 : 0);
+      if (faults) expect((reported[0] as Error).message).toBe('gate broke');
+    });
+  }
+
+  it('A2: unset isDeveloper => only loopback peers, judged from the socket address (inject fakes it)', async () => {
+    let profiled = 0;
+    const app = await build({}, (a) =>
+      a.get('/', async () => {
+        if (currentProfile() !== undefined) profiled++;
+        return { ok: true };
+      }),
+    );
+    const table: Array<[string, Record<string, string>, boolean]> = [
+      ['127.0.0.1', {}, true],
+      ['127.8.9.10', {}, true],
+      ['::1', {}, true],
+      ['::ffff:127.0.0.1', {}, true],
+      ['10.0.0.1', {}, false],
+      ['::ffff:10.0.0.1', {}, false],
+      ['203.0.113.5', { 'x-forwarded-for': '127.0.0.1' }, false],
+      ['203.0.113.5', { 'x-real-ip': '127.0.0.1', forwarded: 'for=127.0.0.1' }, false],
+      ['1270.0.0.1', {}, false],
+      ['fe80::1', {}, false],
+    ];
+    for (const [remoteAddress, headers, expected] of table) {
+      const before = profiled;
+      const res = await app.inject({ url: '/', remoteAddress, headers });
+      expect({ remoteAddress, profiled: profiled > before, st: 'server-timing' in res.headers }).toEqual({
+        remoteAddress,
+        profiled: expected,
+        st: expected,
+      });
+    }
+  });
+
+  it('A2: unset isDeveloper on a real socket: an earlier hook that changes remoteAddress decides, X-Forwarded-For never does', async () => {
+    const app = await build(null, (a) => {
+      // Registered before the plugin: it runs first, like a test double for a remote peer.
+      a.addHook('onRequest', (req, _reply, done) => {
+        const fake = req.headers['x-test-peer'];
+        if (typeof fake === 'string') Object.defineProperty(req.raw.socket, 'remoteAddress', { value: fake, configurable: true });
+        done();
+      });
+      a.register(miniprof);
+      a.get('/', async () => ({ profiled: currentProfile() !== undefined }));
+    }, { trustProxy: true });
+    const port = await listen(app);
+    const ask = async (h: Record<string, string>) => {
+      const p = parse(await rawGet(port, '/', h));
+      return { body: JSON.parse(p.body.toString()) as unknown, st: header(p, 'server-timing') !== undefined };
+    };
+    expect(await ask({})).toEqual({ body: { profiled: true }, st: true });
+    expect(await ask({ 'x-test-peer': '198.51.100.7', 'x-forwarded-for': '127.0.0.1' })).toEqual({ body: { profiled: false }, st: false });
+    expect(await ask({ 'x-test-peer': '::ffff:198.51.100.7', forwarded: 'for=127.0.0.1' })).toEqual({ body: { profiled: false }, st: false });
+  });
+
+  it('A2: NODE_ENV=production and no isDeveloper => no hook is registered at all, the response is the app\'s', async () => {
+    const routes = (a: FastifyInstance) => a.get('/', async (_req, reply) => reply.type('text/html').send(HTML));
+    const before = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    let app: FastifyInstance;
+    let explicit: FastifyInstance;
+    try {
+      app = await build({}, routes);
+      explicit = await build({ isDeveloper: () => true }, routes);
+    } finally {
+      process.env.NODE_ENV = before;
+    }
+    const base = await build(null, routes);
+    const hooks = (a: FastifyInstance) => a.printRoutes({ commonPrefix: false, includeHooks: true });
+    expect(hooks(app)).toBe(hooks(base));
+    expect(hooks(explicit)).toContain('miniprofOnRequest');
+    const port = await listen(app);
+    const basePort = await listen(base);
+    expect(withoutDate(await rawGet(port, '/'))).toBe(withoutDate(await rawGet(basePort, '/')));
+    // An explicit isDeveloper is honoured in production.
+    expect((await explicit.inject({ url: '/' })).headers['server-timing']).toBeDefined();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The response matrix: one set of routes, served by the app alone and by the app with miniprof.
+
+const UTF16 = Buffer.from('\ufeff<html><body>x</body></html>', 'utf16le');
+const LATIN1 = Buffer.from('<html><body>caf\xe9</body></html>', 'latin1');
+const GZIPPED = zlib.gzipSync('<html><body>already encoded</body></html>');
+
+function matrixRoutes(app: FastifyInstance): void {
+  const html = (type = 'text/html; charset=utf-8') => async (_req: unknown, reply: FastifyReply) => {
+    await step('render', () => sleep(1));
+    return reply.type(type).send(HTML);
+  };
+  app.get('/html', html());
+  app.get('/xhtml', html('application/xhtml+xml'));
+  app.get('/plain-html-type', html('text/html'));
+  app.get('/buffer', async (_req, reply) => reply.type('text/html; charset=utf-8').send(Buffer.from(HTML)));
+  app.get('/uint8', async (_req, reply) => reply.type('text/html; charset=utf-8').send(new Uint8Array(Buffer.from(HTML))));
+  app.get('/app-length', async (_req, reply) =>
+    reply.type('text/html; charset=utf-8').header('content-length', Buffer.byteLength(HTML)).send(HTML),
+  );
+  app.get('/no-body-tag', async (_req, reply) => reply.type('text/html').send('<p>a fragment, é</p>'));
+  app.get('/two-bodies', async (_req, reply) => reply.type('text/html').send('<body>a</body><p>b</p></BODY >tail'));
+  app.get('/latin1', async (_req, reply) => reply.type('text/html; charset=iso-8859-1').send(LATIN1));
+  app.get('/utf16', async (_req, reply) => reply.type('text/html; charset=utf-16').send(UTF16));
+  app.get('/no-transform', async (_req, reply) => reply.type('text/html').header('cache-control', 'no-transform').send(HTML));
+  app.get('/encoded', async (_req, reply) => reply.type('text/html').header('content-encoding', 'gzip').send(GZIPPED));
+  app.get('/empty-html', async (_req, reply) => reply.type('text/html').send(''));
+  app.get('/json', async () => ({ a: 1, s: 'é☕', nested: { b: [1, 2] } }));
+  app.get('/json-string', async (_req, reply) => reply.type('application/json').send('{"already":"serialized"}'));
+  app.get('/text', async () => 'plain text é');
+  app.get('/stream', async (_req, reply) => reply.type('text/html').send(Readable.from(['<html><body>', 'streamed é', '</body></html>'])));
+  app.get('/web-stream', async (_req, reply) => {
+    const parts = ['<html><body>', 'web ☕', '</body></html>'].map((s) => new TextEncoder().encode(s));
+    return reply.type('text/html').send(new ReadableStream({ pull(c) { const p = parts.shift(); if (p === undefined) c.close(); else c.enqueue(p); } }));
+  });
+  app.get('/response', async () => new Response('<html><body>a Response</body></html>', { headers: { 'content-type': 'text/html' } }));
+  app.get('/204', async (_req, reply) => reply.code(204).send());
+  app.get('/204-html', async (_req, reply) => reply.code(204).type('text/html').send('<html><body>x</body></html>'));
+  app.get('/304', async (_req, reply) => reply.code(304).type('text/html').send('<html><body>x</body></html>'));
+  app.get('/206', async (_req, reply) => reply.code(206).header('content-range', 'bytes 0-9/100').type('text/html').send('<html><bo'));
+  app.get('/etag', async (req, reply) => {
+    if (req.headers['if-none-match'] === '"v1"') return reply.code(304).send();
+    return reply.type('text/html').header('etag', '"v1"').header('cache-control', 'public, max-age=60').header('last-modified', 'Sun, 29 Nov 2026 12:00:00 GMT').send(HTML);
+  });
+  app.get('/early-hints', async (_req, reply) => {
+    reply.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+    await step('after hints', () => sleep(1));
+    return reply.type('text/html').send(HTML);
+  });
+  app.get('/app-server-timing', async (_req, reply) => reply.header('server-timing', 'app;dur=1.5;desc="cache"').type('text/html').send(HTML));
+  app.get('/tao', async (_req, reply) => reply.header('timing-allow-origin', '*').type('text/html').send(HTML));
+  app.get('/redirect', async (_req, reply) => reply.redirect('/html'));
+  app.get('/throws', async () => {
+    await step('fails', () => Promise.reject(new Error('handler failed')));
+  });
+  app.get('/hijack', async (_req, reply) => {
+    reply.hijack();
+    await step('hijacked work', () => sleep(1));
+    reply.raw.writeHead(200, { 'content-type': 'text/html', 'x-app': 'hijacked' });
+    reply.raw.end(HTML);
+  });
+  // Every writeHead call shape (C4), through a hijacked reply where the app owns the raw response.
+  app.get('/write-head/:shape', (req, reply) => {
+    reply.hijack();
+    const raw = reply.raw;
+    const shape = (req.params as { shape: string }).shape;
+    if (shape === 'status') {
+      raw.setHeader('x-set', 'before');
+      raw.writeHead(200);
+    } else if (shape === 'message-object') raw.writeHead(201, 'Made It', { 'x-a': '1', 'set-cookie': ['a=1', 'b=2'] });
+    else if (shape === 'nested-array') raw.writeHead(200, [['x-a', '1'], ['x-b', '2']] as unknown as http.OutgoingHttpHeaders);
+    else if (shape === 'flat-array') raw.writeHead(200, ['x-a', '1', 'x-b', '2'] as unknown as http.OutgoingHttpHeaders);
+    else raw.writeHead(202, 'Accepted Later');
+    raw.end('<html><body>shape</body></html>');
+  });
+  app.get('/write-then-end', (_req, reply) => {
+    reply.hijack();
+    reply.raw.setHeader('content-type', 'text/html');
+    reply.raw.write('<html><body>');
+    reply.raw.end('chunks</body></html>');
+  });
+}
+
+type Expect = 'comment' | 'same';
+interface Row {
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body: Expect;
+  /** Developer headers: Server-Timing and cache headers present (false: the app's own reply). */
+  ours?: boolean;
+  status?: number;
+}
+
+const MATRIX: Row[] = [
+  { path: '/html', body: 'comment' },
+  { path: '/xhtml', body: 'comment' },
+  { path: '/plain-html-type', body: 'comment' },
+  { path: '/buffer', body: 'comment' },
+  { path: '/uint8', body: 'comment' },
+  { path: '/app-length', body: 'comment' },
+  { path: '/no-body-tag', body: 'comment' },
+  { path: '/two-bodies', body: 'comment' },
+  { path: '/latin1', body: 'comment' },
+  { path: '/early-hints', body: 'comment' },
+  { path: '/app-server-timing', body: 'comment' },
+  { path: '/utf16', body: 'same' },
+  { path: '/no-transform', body: 'same' },
+  { path: '/encoded', body: 'same' },
+  { path: '/empty-html', body: 'same' },
+  { path: '/json', body: 'same' },
+  { path: '/json-string', body: 'same' },
+  { path: '/text', body: 'same' },
+  { path: '/stream', body: 'same' },
+  { path: '/web-stream', body: 'same' },
+  { path: '/response', body: 'same' },
+  { path: '/204', body: 'same', status: 204 },
+  { path: '/204-html', body: 'same', status: 204 },
+  { path: '/304', body: 'same', status: 304 },
+  { path: '/206', body: 'same', status: 206 },
+  { path: '/html', method: 'HEAD', body: 'same' },
+  { path: '/etag', body: 'comment' },
+  { path: '/redirect', body: 'same', status: 302 },
+  { path: '/throws', body: 'same', status: 500 },
+  { path: '/missing', body: 'same', status: 404 },
+  { path: '/hijack', body: 'same', ours: false },
+  { path: '/write-head/status', body: 'same', ours: false },
+  { path: '/write-head/message-object', body: 'same', ours: false, status: 201 },
+  { path: '/write-head/nested-array', body: 'same', ours: false },
+  { path: '/write-head/flat-array', body: 'same', ours: false },
+  { path: '/write-head/bare', body: 'same', ours: false, status: 202 },
+  { path: '/write-then-end', body: 'same', ours: false },
+];
+
+describe('response matrix on real sockets (C1, C2, C4, C6, C7, C9, B6)', () => {
+  let basePort = 0;
+  let mpPort = 0;
+  const seen: Array<Seen | undefined> = [];
+  const reported: unknown[] = [];
+
+  beforeAll(async () => {
+    const base = Fastify({ logger: false });
+    const mp = Fastify({ logger: false });
+    await mp.register(miniprof, { ...byHeader, onInternalError: (e) => reported.push(e) });
+    // After the plugin, so it runs inside the profile; on both apps, so they stay the same.
+    for (const a of [base, mp]) {
+      a.addHook('onRequest', (_req, _reply, done) => {
+        const s = watch(currentProfile());
+        if (s !== undefined) seen.push(s);
+        done();
+      });
+      matrixRoutes(a);
+    }
+    basePort = await listen(base);
+    mpPort = await listen(mp);
+    return async () => {
+      await base.close();
+      await mp.close();
+    };
+  });
+
+  for (const row of MATRIX) {
+    const method = row.method ?? 'GET';
+    it(`non-developer ${method} ${row.path}: byte-identical to the app alone`, async () => {
+      const want = await rawGet(basePort, row.path, row.headers, method);
+      const got = await rawGet(mpPort, row.path, row.headers, method);
+      expect(withoutDate(got)).toBe(withoutDate(want));
+      expect(parse(got).status).toBe(row.status ?? 200);
+    });
+
+    it(`developer ${method} ${row.path}: ${row.body === 'comment' ? 'one comment more' : 'the same body'}, headers right, sealed once`, async () => {
+      const before = seen.length;
+      const base = parse(await rawGet(basePort, row.path, row.headers, method));
+      const got = parse(await rawGet(mpPort, row.path, { ...row.headers, ...dev }, method));
+      expect(got.status).toBe(row.status ?? 200);
+      expect(got.status).toBe(base.status);
+      if (row.body === 'comment') oneCommentMore(got.body, base.body);
+      else expect(got.body.toString('latin1')).toBe(base.body.toString('latin1'));
+      // C1: a declared length is the length of what arrived (HEAD: no body at all).
+      const length = header(got, 'content-length');
+      if (method === 'HEAD' || got.status === 304) expect(got.body.length).toBe(0);
+      else if (length !== undefined) expect(Number(length)).toBe(got.body.length);
+      const ours = row.ours ?? true;
+      if (ours) {
+        expect(header(got, 'server-timing')).toMatch(/(^|, )total;dur=\d+\.\d$/);
+        expect(got.headers.get('cache-control')).toEqual(['private, no-store']);
+        expect(got.headers.has('etag')).toBe(false);
+      } else {
+        expect(got.headers.has('server-timing')).toBe(false);
+        // The app's own headers, exactly as it wrote them.
+        expect(got.lines.filter((l) => !/^date:/i.test(l))).toEqual(base.lines.filter((l) => !/^date:/i.test(l)));
+      }
+      // Every header the app sent is still there (ours may add to or replace the cache ones).
+      for (const [name, values] of base.headers) {
+        if (['date', 'content-length', 'etag', 'cache-control', 'last-modified', 'server-timing'].includes(name)) continue;
+        expect(got.headers.get(name), name).toEqual(values);
+      }
+      await until(() => seen.length > before && seen[seen.length - 1]!.profile.sealed, 'the profile to be sealed');
+      const s = seen[seen.length - 1]!;
+      expect(seen.length).toBe(before + 1);
+      expect(s.seals).toBe(1);
+      expect(s.profile.toJSON().request).toEqual({ method, path: row.path, status: got.status });
+      expect(reported).toEqual([]);
+    });
+  }
+});
