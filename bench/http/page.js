@@ -1,0 +1,53 @@
+// The page every server configuration renders: 10 steps (2 nested, 2 async) and ~200 bytes of
+// HTML. `s(name, fn)` is the contender's step: a direct call, miniprof's step, or an OTel span.
+export async function page(s) {
+  const user = s('load user', () => ({ id: 42, name: 'Ada' }));
+  const perms = s('permissions', () => s('role lookup', () => ['read', 'write']));
+  const rows = await s('query orders', async () => {
+    await null;
+    return [3, 1, 2];
+  });
+  const sorted = s('sort', () => rows.slice().sort((a, b) => a - b));
+  const cached = await s('cache', async () => {
+    await null;
+    return 'hit';
+  });
+  const total = s('totals', () => s('sum', () => sorted.reduce((a, b) => a + b, 0)));
+  const title = s('title', () => `Orders of ${user.name}`);
+  return s(
+    'render',
+    () =>
+      `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1>` +
+      `<p>${perms.join(',')} ${sorted.join(',')} total ${total} cache ${cached}</p></body></html>`,
+  );
+}
+
+export const direct = (_name, fn) => fn();
+
+/** An OTel step: a span per call, ended when the result settles. */
+export function otelStep(tracer) {
+  return (name, fn) =>
+    tracer.startActiveSpan(name, (span) => {
+      let r;
+      try {
+        r = fn();
+      } catch (err) {
+        span.end();
+        throw err;
+      }
+      if (r !== null && typeof r === 'object' && typeof r.then === 'function') {
+        return r.then(
+          (v) => {
+            span.end();
+            return v;
+          },
+          (err) => {
+            span.end();
+            throw err;
+          },
+        );
+      }
+      span.end();
+      return r;
+    });
+}

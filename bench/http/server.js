@@ -1,0 +1,86 @@
+// `node bench/http/server.js <express|fastify> <config>`: one server on 127.0.0.1:0, started by
+// bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
+// time and request count, so CPU per request is the server's alone.
+import { direct, otelStep, page } from './page.js';
+
+const [framework, config] = process.argv.slice(2);
+const CONFIGS = {
+  express: ['none', 'nondev', 'dev', 'otel'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'otel'],
+};
+if (!CONFIGS[framework]?.includes(config)) {
+  throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
+}
+
+let s = direct;
+let tracer;
+if (config === 'dev' || config === 'nondev') {
+  s = (await import('../../dist/src/index.js')).step;
+} else if (config === 'otel') {
+  const api = await import('@opentelemetry/api');
+  const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  // The cheapest OTel setup there is: sampled spans, no processor, no exporter.
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+  tracer = api.trace.getTracer('bench');
+  s = otelStep(tracer);
+}
+const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench' };
+
+let server;
+if (framework === 'express') {
+  const { default: express } = await import('express');
+  const app = express();
+  app.set('etag', false);
+  if (config === 'dev' || config === 'nondev') {
+    const { miniprof } = await import('../../dist/adapters/express.js');
+    app.use(miniprof(miniprofOptions));
+  } else if (config === 'otel') {
+    app.use((req, res, next) =>
+      tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
+        res.once('finish', () => span.end());
+        next();
+      }),
+    );
+  }
+  app.get('/', (_req, res, next) => {
+    page(s).then((html) => res.type('html').send(html), next);
+  });
+  server = await new Promise((resolve) => {
+    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
+  });
+} else {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false });
+  if (config === 'dev' || config === 'nondev') {
+    const { miniprof } = await import('../../dist/adapters/fastify.js');
+    await app.register(miniprof, miniprofOptions);
+  } else if (config === 'hook') {
+    // The framework's own share: the cheapest global hook of the kind miniprof registers.
+    app.addHook('onRequest', (_request, _reply, done) => done());
+  } else if (config === 'otel') {
+    app.addHook('onRequest', (request, reply, done) =>
+      tracer.startActiveSpan(`${request.method} ${request.url}`, (span) => {
+        reply.raw.once('finish', () => span.end());
+        done();
+      }),
+    );
+  }
+  app.get('/', async (_request, reply) => {
+    const html = await page(s);
+    reply.type('text/html; charset=utf-8');
+    return html;
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  server = app.server;
+}
+
+let requests = 0;
+server.on('request', () => requests++);
+process.on('message', (msg) => {
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests });
+  else if (msg?.cmd === 'exit') process.exit(0);
+});
+process.on('disconnect', () => process.exit(0));
+process.send({ port: server.address().port });
