@@ -18,6 +18,8 @@ export function escapeText(s: string, ascii: boolean): string {
     const c = s.charCodeAt(i);
     if (c < 0x20 || c === 0x5c || c >= 0x7f || (c === 0x2d && i > 0 && s.charCodeAt(i - 1) === 0x2d)) {
       if (c < 0x7f || ascii || isSpecialNonAscii(s, i, c)) break;
+      // A whole surrogate pair: step over its low half, which alone would look like a lone one.
+      if (c >= 0xd800 && c <= 0xdbff) i++;
     }
   }
   if (i === n) return s;
