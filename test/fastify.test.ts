@@ -515,3 +515,479 @@ describe('response matrix on real sockets (C1, C2, C4, C6, C7, C9, B6)', () => {
     });
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+describe('developer output', () => {
+  it('exact comment and Server-Timing with an injected clock; the comment goes before the last </body>, no query string', async () => {
+    const c = fakeClock();
+    const app = await build({ isDeveloper: () => true, clock: c.clock, now: c.now, machine: 'web-1' }, (a) => {
+      a.get('/page', async (_req, reply) => {
+        c.t = 1;
+        await step('load user', async () => {
+          c.t = 3;
+          await step('query', () => {
+            c.t = 5.25;
+          });
+          c.t = 6;
+        });
+        c.t = 10;
+        return reply.type('text/html; charset=utf-8').send('<body>first</body><p>é</p></body >end');
+      });
+      a.get('/api', async () => {
+        await step('load', () => {
+          c.t = 4;
+        });
+        c.t = 7.5;
+        return { ok: true };
+      });
+    });
+    const port = await listen(app);
+    const page = parse(await rawGet(port, '/page?token=secret'));
+    const comment = [
+      '<!--',
+      'web-1 at 2026-11-29T12:00:00.000Z',
+      'Path: GET /page',
+      ' GET /page = 10.0ms',
+      '> load user = 5.0ms',
+      '>> query = 2.3ms',
+      '-->',
+    ].join('\n');
+    expect(page.body.toString()).toBe(`<body>first</body><p>é</p>${comment}</body >end`);
+    expect(header(page, 'content-length')).toBe(String(page.body.length));
+    expect(header(page, 'server-timing')).toBe('load_user;dur=5.0;desc="load user", total;dur=10.0');
+    expect(page.body.toString()).not.toContain('secret');
+
+    c.t = 0;
+    const api = parse(await rawGet(port, '/api'));
+    expect(JSON.parse(api.body.toString())).toEqual({ ok: true });
+    expect(header(api, 'server-timing')).toBe('load;dur=4.0, total;dur=7.5');
+    expect(header(api, 'cache-control')).toBe('private, no-store');
+  });
+
+  it('C1: multibyte string and Buffer payloads: Content-Length is the byte length received, also when the app set it', async () => {
+    const page = '<html><body>ünïcödé ☕ 𝄞</body></html>';
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.get('/s', async (_req, reply) => reply.type('text/html; charset=utf-8').send(page));
+      a.get('/b', async (_req, reply) => reply.type('text/html; charset=utf-8').send(Buffer.from(page)));
+      a.get('/set', async (_req, reply) => reply.type('text/html; charset=utf-8').header('content-length', String(Buffer.byteLength(page))).send(page));
+      a.get('/wrong', async (_req, reply) => reply.type('text/html').header('content-length', '3').send(page));
+    });
+    const port = await listen(app);
+    for (const path of ['/s', '/b', '/set']) {
+      const r = parse(await rawGet(port, path));
+      expect(Number(header(r, 'content-length')), path).toBe(r.body.length);
+      const text = r.body.toString('utf8');
+      expect(text.startsWith('<html><body>ünïcödé ☕ 𝄞<!--\n')).toBe(true);
+      expect(text.endsWith('-->\n</body></html>') || text.endsWith('--></body></html>')).toBe(true);
+    }
+    // A length that does not match the body is the app's business: no comment (Fastify fixes the length).
+    const wrong = parse(await rawGet(port, '/wrong'));
+    expect(wrong.body.toString()).toBe(page);
+    expect(Number(header(wrong, 'content-length'))).toBe(wrong.body.length);
+  });
+
+  it('Server-Timing is appended to one the app set: in the handler, as a list, and in an onSend hook', async () => {
+    const c = fakeClock();
+    const app = await build({ isDeveloper: () => true, clock: c.clock }, (a) => {
+      a.get('/handler', async (_req, reply) => {
+        step('s', () => {
+          c.t = 2;
+        });
+        return reply.header('server-timing', 'app;dur=1').send({});
+      });
+      a.get('/list', async (_req, reply) => {
+        step('s', () => {
+          c.t = 2;
+        });
+        return reply.header('server-timing', ['db;dur=3', 'cache;desc="hit"']).send({});
+      });
+      a.register(async (child) => {
+        child.addHook('onSend', async (_req, reply, payload) => {
+          reply.header('Server-Timing', 'edge;dur=0.5');
+          return payload;
+        });
+        child.get('/on-send', async () => {
+          step('s', () => {
+            c.t = 2;
+          });
+          return {};
+        });
+      });
+    });
+    const port = await listen(app);
+    c.t = 0;
+    expect(header(parse(await rawGet(port, '/handler')), 'server-timing')).toBe('app;dur=1, s;dur=2.0, total;dur=2.0');
+    c.t = 0;
+    const list = parse(await rawGet(port, '/list'));
+    expect(list.headers.get('server-timing')).toEqual(['db;dur=3', 'cache;desc="hit"', 's;dur=2.0, total;dur=2.0']);
+    c.t = 0;
+    expect(header(parse(await rawGet(port, '/on-send')), 'server-timing')).toBe('edge;dur=0.5, s;dur=2.0, total;dur=2.0');
+  });
+
+  it('A6: cache headers: private, no-store and no ETag; a developer\'s conditional GET gets a fresh 200, not a 304', async () => {
+    const app = await build(byHeader, matrixRoutes);
+    const port = await listen(app);
+    const conditional = { 'if-none-match': '"v1"', 'if-modified-since': 'Sun, 29 Nov 2026 12:00:00 GMT' };
+    const other = parse(await rawGet(port, '/etag', conditional));
+    expect(other.status).toBe(304);
+    const mine = parse(await rawGet(port, '/etag', { ...conditional, ...dev }));
+    expect(mine.status).toBe(200);
+    expect(mine.body.toString()).toContain('<!--');
+    expect(mine.headers.get('cache-control')).toEqual(['private, no-store']);
+    expect(mine.headers.has('etag')).toBe(false);
+    // The app's own validators for everyone else are untouched.
+    const plain = parse(await rawGet(port, '/etag'));
+    expect(header(plain, 'etag')).toBe('"v1"');
+    expect(header(plain, 'cache-control')).toBe('public, max-age=60');
+  });
+
+  it('C6: HEAD has no body and does not throw; its Content-Length is the page\'s without the comment', async () => {
+    const reported: unknown[] = [];
+    const app = await build({ ...byHeader, onInternalError: (e) => reported.push(e) }, matrixRoutes);
+    const port = await listen(app);
+    const plainGet = parse(await rawGet(port, '/html'));
+    const devGet = parse(await rawGet(port, '/html', dev));
+    const devHead = parse(await rawGet(port, '/html', dev, 'HEAD'));
+    expect(devHead.status).toBe(200);
+    expect(devHead.body.length).toBe(0);
+    expect(header(devHead, 'server-timing')).toMatch(/total;dur=/);
+    // Fastify computes HEAD's length from the GET payload, which gets no comment for HEAD: so the
+    // length is what a non-developer GET receives, smaller than the developer's GET.
+    expect(Number(header(devHead, 'content-length'))).toBe(plainGet.body.length);
+    expect(Number(header(devGet, 'content-length'))).toBeGreaterThan(plainGet.body.length);
+    expect(reported).toEqual([]);
+  });
+
+  it('C7: 204 (payload undefined), 304 and 103 Early Hints keep their status, get no comment and never throw', async () => {
+    const reported: unknown[] = [];
+    const app = await build({ ...byHeader, onInternalError: (e) => reported.push(e) }, matrixRoutes);
+    const port = await listen(app);
+    const r204 = parse(await rawGet(port, '/204', dev));
+    expect([r204.status, r204.body.length, r204.headers.has('content-length'), r204.headers.has('content-type')]).toEqual([204, 0, false, false]);
+    expect(header(r204, 'server-timing')).toMatch(/^total;dur=/);
+    const r304 = parse(await rawGet(port, '/304', dev));
+    expect([r304.status, r304.body.length]).toEqual([304, 0]);
+    const hints = parse(await rawGet(port, '/early-hints', dev));
+    expect(hints.interim.map((i) => [i.status, header(i, 'link')])).toEqual([[103, '</style.css>; rel=preload; as=style']]);
+    expect(hints.interim[0]!.headers.has('server-timing')).toBe(false);
+    expect(hints.status).toBe(200);
+    expect(header(hints, 'server-timing')).toMatch(/^after_hints;dur=\d+\.\d;desc="after hints", total;dur=/);
+    expect(hints.body.toString()).toMatch(/<!--\n[\s\S]*> after hints = [\s\S]*--><\/body>/);
+    expect(reported).toEqual([]);
+  });
+
+  it('C9: reply.hijack(): no header, no comment, and the profile is still sealed with its steps', async () => {
+    let seen: Seen | undefined;
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.addHook('onRequest', (_req, _reply, done) => {
+        seen = watch(currentProfile());
+        done();
+      });
+      matrixRoutes(a);
+    });
+    const port = await listen(app);
+    const r = parse(await rawGet(port, '/hijack'));
+    expect(r.body.toString()).toBe(HTML);
+    expect([...r.headers.keys()].sort()).toEqual(['connection', 'content-type', 'date', 'transfer-encoding', 'x-app']);
+    await until(() => seen!.profile.sealed, 'seal');
+    expect(seen!.seals).toBe(1);
+    const json = seen!.profile.toJSON();
+    expect(names(json.root)).toEqual(['hijacked work']);
+    expect(json.request).toEqual({ method: 'GET', path: '/hijack', status: 200 });
+  });
+
+  it('B2: a step named "a\\r\\nSet-Cookie: x=1" gives a valid 200 with no injected header (never the 500 Fastify makes of a bad header)', async () => {
+    const reported: unknown[] = [];
+    const evil = 'a\r\nSet-Cookie: x=1';
+    const app = await build({ isDeveloper: () => true, onInternalError: (e) => reported.push(e) }, (a) => {
+      a.get('/', async (_req, reply) => {
+        step(evil, () => 1);
+        step('caf\u00e9 \u2615 \u0000 \u007f "q" \\', () => 1);
+        return reply.type('text/html').send('<html><body>ok</body></html>');
+      });
+    });
+    const port = await listen(app);
+    const raw = await rawGet(port, '/');
+    const r = parse(raw);
+    expect(r.status).toBe(200);
+    expect(r.headers.has('set-cookie')).toBe(false);
+    const head = raw.subarray(0, raw.indexOf('\r\n\r\n')).toString('latin1');
+    expect(head).toMatch(/^[\x20-\x7e\r\n]*$/);
+    expect(r.lines.every((l) => /^[A-Za-z0-9-]+: /.test(l))).toBe(true);
+    const st = header(r, 'server-timing')!;
+    expect(st).toMatch(/^a_Set-Cookie_x_1;dur=\d+\.\d;desc="a%0D%0ASet-Cookie: x=1", /);
+    expect(st).toMatch(/^[\x20-\x7e]*$/);
+    expect(r.body.toString()).toContain('> a\\r\\nSet-Cookie: x=1 = ');
+    expect(r.body.toString()).toContain('<html><body>ok<!--');
+    expect(reported).toEqual([]);
+  });
+
+  it('B5: 10,000 steps keep Server-Timing within 2048 bytes (and a smaller maxBytes), cut at metrics, total kept', async () => {
+    const routes = (a: FastifyInstance) =>
+      a.get('/', async () => {
+        for (let i = 0; i < 10_000; i++) step(`step number ${i} with a longish name`, () => i);
+        return { ok: true };
+      });
+    const port = await listen(await build({ isDeveloper: () => true }, routes));
+    const small = await listen(await build({ isDeveloper: () => true, serverTiming: { maxBytes: 300 } }, routes));
+    for (const [p, max] of [[port, 2048], [small, 300]] as const) {
+      const r = parse(await rawGet(p, '/'));
+      expect(r.status).toBe(200);
+      const st = header(r, 'server-timing')!;
+      expect(Buffer.byteLength(st)).toBeLessThanOrEqual(max);
+      expect(Buffer.byteLength(st)).toBeGreaterThan(max - 120);
+      expect(st).toMatch(/, more;desc="\d+ more", total;dur=\d+\.\d$/);
+      for (const metric of st.split(', ')) expect(metric).toMatch(/^[A-Za-z0-9_-]+;(dur=\d+\.\d(;desc="[^"]*")?|desc="\d+ more")$/);
+    }
+  });
+
+  it('A7: the profiler never sets Timing-Allow-Origin, and drops Server-Timing when the app sets it to * (unless crossOrigin)', async () => {
+    const closed = await listen(await build(byHeader, matrixRoutes));
+    const open = await listen(await build({ ...byHeader, serverTiming: { crossOrigin: true } }, matrixRoutes));
+    const own = parse(await rawGet(closed, '/html', dev));
+    expect(own.headers.has('timing-allow-origin')).toBe(false);
+    expect(own.headers.has('server-timing')).toBe(true);
+    const tao = parse(await rawGet(closed, '/tao', dev));
+    expect(header(tao, 'timing-allow-origin')).toBe('*');
+    expect(tao.headers.has('server-timing')).toBe(false);
+    expect(tao.body.toString()).toContain('<!--');
+    const optIn = parse(await rawGet(open, '/tao', dev));
+    expect(header(optIn, 'server-timing')).toMatch(/total;dur=/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('lifecycle: streams, aborts, compression, encapsulation, errors', () => {
+  it('C2: a server-sent event stream that never ends, closed by the client: events untouched, profile sealed once', async () => {
+    const seen: Seen[] = [];
+    let cleared = 0;
+    const routes = (a: FastifyInstance) =>
+      a.get('/events', (req, reply) => {
+        const s = watch(currentProfile());
+        if (s !== undefined) seen.push(s);
+        const out = new PassThrough();
+        let n = 0;
+        const timer = setInterval(() => step('tick', () => out.write(`id: ${n}\ndata: event ${n++}\n\n`)), 2);
+        req.raw.once('close', () => {
+          clearInterval(timer);
+          cleared++;
+        });
+        void reply.type('text/event-stream').header('cache-control', 'no-cache').send(out);
+      });
+    const basePort = await listen(await build(null, routes));
+    const port = await listen(await build(byHeader, routes));
+    const read = (p: number, headers: Record<string, string>) =>
+      new Promise<{ head: http.IncomingHttpHeaders; events: string }>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port: p, path: '/events', headers, agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+            const events = text.split('\n\n');
+            if (events.length > 3) {
+              req.destroy();
+              resolve({ head: res.headers, events: events.slice(0, 3).join('\n\n') });
+            }
+          });
+        });
+        req.on('error', (e) => (e.message === 'socket hang up' ? undefined : reject(e)));
+      });
+    const base = await read(basePort, {});
+    const other = await read(port, {});
+    const mine = await read(port, dev);
+    const expected = 'id: 0\ndata: event 0\n\nid: 1\ndata: event 1\n\nid: 2\ndata: event 2';
+    expect([base.events, other.events, mine.events]).toEqual([expected, expected, expected]);
+    expect(other.head['server-timing']).toBeUndefined();
+    expect(other.head['cache-control']).toBe('no-cache');
+    // Written when the first event is: the ticks so far, and the time to then.
+    expect(mine.head['server-timing']).toMatch(/(^|, )total;dur=\d+\.\d$/);
+    expect(mine.head['cache-control']).toBe('private, no-store');
+    await until(() => cleared === 3 && seen.length === 1 && seen[0]!.profile.sealed, 'the stream to close');
+    expect(seen[0]!.seals).toBe(1);
+    const json = seen[0]!.profile.toJSON();
+    expect(json.request).toEqual({ method: 'GET', path: '/events', status: 200, aborted: true });
+    expect(new Set(names(json.root))).toEqual(new Set(['tick']));
+  });
+
+  it('C8: a client that aborts mid-handler: the profile is sealed once, marked aborted, and later steps do not change it', async () => {
+    const reported: unknown[] = [];
+    let seen: Seen | undefined;
+    let arrived!: () => void;
+    const inHandler = new Promise<void>((r) => (arrived = r));
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let finished = false;
+    const app = await build({ isDeveloper: () => true, onInternalError: (e) => reported.push(e) }, (a) => {
+      a.get('/slow', async (_req, reply) => {
+        seen = watch(currentProfile());
+        await step('before abort', async () => {
+          arrived();
+          await gate;
+        });
+        step('after abort', () => 1);
+        await reply.type('text/html').send('<html><body>too late</body></html>');
+        finished = true;
+      });
+    });
+    const port = await listen(app);
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET /slow HTTP/1.1\r\nHost: x\r\n\r\n`));
+    await inHandler;
+    socket.destroy();
+    await until(() => seen!.profile.sealed, 'the seal on abort');
+    release();
+    await until(() => finished, 'the handler to finish');
+    await sleep(10);
+    expect(seen!.seals).toBe(1);
+    const json = seen!.profile.toJSON();
+    expect(json.request).toMatchObject({ method: 'GET', path: '/slow', aborted: true });
+    expect(names(json.root)).toEqual(['before abort']);
+    expect(json.root.children[0]!.unfinished).toBe(true);
+    expect(reported).toEqual([]);
+  });
+
+  describe('C5: @fastify/compress in both registration orders', () => {
+    const big = `<!doctype html><html><body>${'<p>compressible é ☕ text</p>'.repeat(200)}</body></html>`;
+    const routes = (a: FastifyInstance) => {
+      a.get('/page', async (_req, reply) => {
+        await step('render', () => sleep(1));
+        return reply.type('text/html; charset=utf-8').send(big);
+      });
+      a.get('/data', async () => ({ rows: Array.from({ length: 200 }, (_, i) => ({ i, s: 'row é' })) }));
+    };
+    const decode = (p: Parsed): Buffer => {
+      const enc = header(p, 'content-encoding');
+      if (enc === 'gzip') return zlib.gunzipSync(p.body);
+      if (enc === 'br') return zlib.brotliDecompressSync(p.body);
+      expect(enc).toBeUndefined();
+      return p.body;
+    };
+    let basePort = 0;
+    const ports: Record<string, number> = {};
+    beforeAll(async () => {
+      const base = Fastify({ logger: false });
+      await base.register(compress);
+      routes(base);
+      const compressFirst = Fastify({ logger: false });
+      await compressFirst.register(compress);
+      await compressFirst.register(miniprof, byHeader);
+      routes(compressFirst);
+      const miniprofFirst = Fastify({ logger: false });
+      await miniprofFirst.register(miniprof, byHeader);
+      await miniprofFirst.register(compress);
+      routes(miniprofFirst);
+      basePort = await listen(base);
+      ports['compress first'] = await listen(compressFirst);
+      ports['miniprof first'] = await listen(miniprofFirst);
+      return () => Promise.all([base.close(), compressFirst.close(), miniprofFirst.close()]);
+    });
+    for (const order of ['compress first', 'miniprof first']) {
+      for (const encoding of ['gzip', 'br', 'identity']) {
+        it(`C5: ${order}, ${encoding}: the decoded body has exactly one comment; non-developers get the app's bytes`, async () => {
+          const port = ports[order]!;
+          const ae = { 'accept-encoding': encoding };
+          for (const path of ['/page', '/data']) {
+            const baseRaw = await rawGet(basePort, path, ae);
+            expect(withoutDate(await rawGet(port, path, ae))).toBe(withoutDate(baseRaw));
+            const base = parse(baseRaw);
+            const mine = parse(await rawGet(port, path, { ...ae, ...dev }));
+            expect(header(mine, 'content-encoding')).toBe(header(base, 'content-encoding'));
+            expect(header(base, 'content-encoding')).toBe(encoding === 'identity' ? undefined : encoding);
+            expect(header(mine, 'vary')).toBe(header(base, 'vary'));
+            expect(header(mine, 'server-timing')).toMatch(/total;dur=/);
+            const length = header(mine, 'content-length');
+            if (length !== undefined) expect(Number(length)).toBe(mine.body.length);
+            if (path === '/page') {
+              oneCommentMore(decode(mine), decode(base));
+              expect(decode(mine).toString()).toMatch(/-->\n?<\/body><\/html>$/);
+            } else {
+              expect(decode(mine).toString()).toBe(decode(base).toString());
+            }
+          }
+        });
+      }
+    }
+  });
+
+  it('C12: routes in sibling, child and grandchild (encapsulated) plugins are all profiled', async () => {
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.get('/root', async () => step('at root', () => ({ at: 'root' })));
+      a.register(async (sibling) => {
+        sibling.get('/', async () => step('in sibling', () => ({ at: 'sibling' })));
+      }, { prefix: '/sibling' });
+      a.register(async (child) => {
+        child.addHook('preHandler', async () => {
+          step('child hook', () => 1);
+        });
+        child.get('/', async () => step('in child', () => ({ at: 'child' })));
+        child.register(async (grandchild) => {
+          grandchild.get('/', async (_req, reply) => reply.type('text/html').send(step('in grandchild', () => '<html><body>g</body></html>')));
+        }, { prefix: '/grand' });
+      }, { prefix: '/child' });
+    });
+    const port = await listen(app);
+    const expectations: Array<[string, string]> = [
+      ['/root', 'at_root;dur='],
+      ['/sibling', 'in_sibling;dur='],
+      ['/child', 'child_hook;dur='],
+      ['/child', 'in_child;dur='],
+      ['/child/grand', 'child_hook;dur='],
+      ['/child/grand', 'in_grandchild;dur='],
+    ];
+    for (const [path, metric] of expectations) {
+      const r = parse(await rawGet(port, path));
+      expect(r.status, path).toBe(200);
+      expect(header(r, 'server-timing'), path).toContain(metric);
+    }
+    expect(parse(await rawGet(port, '/child/grand')).body.toString()).toMatch(/^<html><body>g<!--\n[\s\S]*> in grandchild = /);
+  });
+
+  it('C10: a handler\'s error reaches setErrorHandler as the same object; its HTML error page gets the comment', async () => {
+    const thrown: unknown[] = [];
+    const received: unknown[] = [];
+    const reported: unknown[] = [];
+    let profile: Profile | undefined;
+    const failures: Record<string, () => unknown> = {
+      sync: () => {
+        const e = Object.assign(new Error('sync'), { statusCode: 418, extra: { a: 1 } });
+        thrown.push(e);
+        step('throws', () => {
+          throw e;
+        });
+      },
+      async: async () => {
+        const e = new RangeError('async');
+        thrown.push(e);
+        await step('rejects', () => Promise.reject(e));
+      },
+      nonError: async () => {
+        const e = { notAnError: true };
+        thrown.push(e);
+        await step('rejects a plain object', async () => {
+          throw e;
+        });
+      },
+    };
+    const app = await build({ isDeveloper: () => true, onInternalError: (e) => reported.push(e) }, (a) => {
+      a.setErrorHandler((err, _req, reply) => {
+        received.push(err);
+        return reply.code(500).type('text/html').send('<html><body><h1>Sorry</h1></body></html>');
+      });
+      a.get('/:kind', async (req) => {
+        profile = currentProfile();
+        return failures[(req.params as { kind: string }).kind]!();
+      });
+    });
+    const port = await listen(app);
+    for (const [kind, stepName] of [['sync', 'throws'], ['async', 'rejects'], ['nonError', 'rejects a plain object']] as const) {
+      const r = parse(await rawGet(port, `/${kind}`));
+      expect(r.status, kind).toBe(500);
+      expect(received.at(-1)).toBe(thrown.at(-1));
+      expect(r.body.toString()).toMatch(new RegExp(`^<html><body><h1>Sorry</h1><!--\\n[\\s\\S]*> ${stepName} = \\d+\\.\\dms \\(error\\)\\n-->\\n?</body></html>$`));
+      expect(header(r, 'server-timing')).toMatch(/total;dur=/);
+      await until(() => profile!.sealed, 'seal');
+      expect(profile!.toJSON().root.children.map((c) => [c.name, c.error])).toEqual([[stepName, true]]);
+    }
+    expect(received).toHaveLength(3);
+    expect(reported).toEqual([]);
+  });
+});
