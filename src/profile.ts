@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CustomNode, F_ERROR, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
+import { report } from './errors.js';
 
 /** One custom timing in the v1 JSON. */
 export interface CustomTimingJSON {
@@ -72,6 +73,7 @@ export class Profile {
   count: number;
   private sealedJSON: ProfileJSON | null;
   private extraWarnings: number;
+  private clockFailed: boolean;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -86,13 +88,27 @@ export class Profile {
     this.count = 0;
     this.sealedJSON = null;
     this.extraWarnings = 0;
+    this.clockFailed = false;
     this.t0 = config.clock();
     this.root = new TimingNode(name, null, this, 0);
   }
 
-  /** @internal Milliseconds since the profile started, on its monotonic clock. */
+  /**
+   * @internal Milliseconds since the profile started, on its monotonic clock. An injected clock
+   * that throws is the profiler's fault, not the app's: it is reported once and reads as the
+   * start from then on, so the app's steps (and the seal) keep working.
+   */
   now(): number {
-    return this.config.clock() - this.t0;
+    try {
+      return this.config.clock() - this.t0;
+    } catch (err) {
+      if (!this.clockFailed) {
+        this.clockFailed = true;
+        this.warn('the clock threw; later times read as 0');
+        report(this.config.onInternalError, err);
+      }
+      return 0;
+    }
   }
 
   get sealed(): boolean {
