@@ -23,8 +23,9 @@ type End = ServerResponse['end'];
  * import { miniprof } from 'miniprof/express';
  * app.use(miniprof({ isDeveloper: (req) => req.user?.admin === true }));
  */
-export function miniprof(options?: MiniprofOptions<Req>): (req: Req, res: ServerResponse, next: Next) => void {
-  const cfg = resolveHttp<Req>(options, 'miniprof/express', (req) => req.socket?.remoteAddress);
+export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (req: R, res: ServerResponse, next: Next) => void {
+  // Generic so `isDeveloper: (req: express.Request) => …` type-checks without this file importing express.
+  const cfg = resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress);
   if (cfg.isDeveloper === null) return (_req, _res, next) => next();
 
   function profile(req: Req, res: ServerResponse, next: Next): void {
