@@ -1,0 +1,1074 @@
+// End-to-end tests of the Express middleware against real Express 5 and Express 4 apps, on real
+// sockets. Non-developer responses are compared byte for byte with the same app without miniprof;
+// developer responses are checked header by header (so a later miniprof header does not break
+// them) and their bodies against the app's body plus exactly one comment.
+import http from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import zlib from 'node:zlib';
+import compression from 'compression';
+import express5 from 'express';
+import express4 from 'express4';
+import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { miniprof, type MiniprofOptions } from '../adapters/express.js';
+import { openProfiles } from '../src/context.js';
+import { currentProfile, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { closeServers, get, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
+
+const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
+const STARTED = '2026-11-29T12:00:00.000Z';
+const PAGE = '<!doctype html><html><head><title>t</title></head><body><h1>Hello</h1></body></html>';
+const BIG = `<!doctype html><html><body>${'<p>lorem ipsum dolor sit amet</p>'.repeat(80)}</body></html>`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Every comment miniprof writes starts with the machine name given below. */
+const COMMENT = /<!--\nweb-1 at [^]*?\n-->/g;
+
+function comments(body: string): string[] {
+  return body.match(COMMENT) ?? [];
+}
+
+/** `body` with its one miniprof comment removed; fails unless there is exactly one. */
+function withoutComment(body: string): string {
+  const found = comments(body);
+  expect(found, 'exactly one miniprof comment').toHaveLength(1);
+  return body.replace(found[0]!, '');
+}
+
+/** The comment the fixed clock gives for a page with these step lines. */
+function expectedComment(path: string, steps: string[], method = 'GET'): string {
+  return `<!--\nweb-1 at ${STARTED}\nPath: ${method} ${path}\n ${method} ${path} = 0.0ms\n${steps.map((s) => `${s} = 0.0ms\n`).join('')}-->`;
+}
+
+function names(t: TimingJSON): unknown {
+  return t.children.length === 0 ? t.name : { [t.name]: t.children.map(names) };
+}
+
+/** Fault-free by default: tests that provoke a fault take it out of `faults` themselves. */
+let faults: unknown[] = [];
+
+/** Profiles seen by `capture()` in route handlers, with how often each was sealed. */
+interface Seen {
+  profile: Profile;
+  seals: number;
+}
+let seen: Seen[] = [];
+
+/** Call in a route: remember the request's live profile and count its seals. */
+function capture(): Seen | undefined {
+  const profile = currentProfile();
+  if (profile === undefined) return undefined;
+  const s: Seen = { profile, seals: 0 };
+  const seal = profile.seal;
+  profile.seal = function (this: Profile) {
+    s.seals++;
+    return seal.call(this);
+  };
+  seen.push(s);
+  return s;
+}
+
+async function sealed(s: Seen | undefined): Promise<ProfileJSON> {
+  expect(s, 'the route saw a profile').toBeDefined();
+  await waitFor(() => s!.profile.sealed, 3000, 'profile sealed');
+  return s!.profile.toJSON();
+}
+
+function header(r: RawResponse, name: string): string | undefined {
+  const v = r.headers[name];
+  return v === undefined ? undefined : v.join(', ');
+}
+
+function thrown(fn: () => unknown): Error & { code?: string } {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected a throw');
+}
+
+/** Express 4 does not forward async rejections; Express 5 does. Same code for both. */
+const a =
+  (fn: (req: Request, res: Response, next: NextFunction) => Promise<unknown>): RequestHandler =>
+  (req, res, next) => {
+    fn(req, res, next).catch(next);
+  };
+
+/** Make the socket look like it comes from `addr` (a non-loopback peer without leaving 127.0.0.1). */
+const fakePeer =
+  (addr: string): RequestHandler =>
+  (req, _res, next) => {
+    Object.defineProperty(req.socket, 'remoteAddress', { value: addr, configurable: true });
+    next();
+  };
+
+let dir: string;
+const FILE_TEXT = '<html><body>0123456789abcdefghij</body></html>';
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'miniprof-express-'));
+  writeFileSync(join(dir, 'page.html'), FILE_TEXT);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+afterEach(async () => {
+  await closeServers();
+  await waitFor(() => openProfiles() === 0, 3000, 'every profile closed');
+  const left = faults;
+  faults = [];
+  seen = [];
+  expect(left, 'unexpected onInternalError reports').toEqual([]);
+});
+
+describe('options are validated at setup', () => {
+  it('a wrong type throws a coded TypeError naming the value', () => {
+    const err = thrown(() => miniprof({ maxSteps: 'x' } as never));
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.code).toBe('MINIPROF_ERR_INVALID_OPTION');
+    expect(err.message).toContain('maxSteps');
+    expect(err.message).toContain('"x"');
+    const dev = thrown(() => miniprof({ isDeveloper: 'yes' } as never));
+    expect(dev.code).toBe('MINIPROF_ERR_INVALID_OPTION');
+    expect(dev.message).toContain('isDeveloper');
+  });
+
+  it('an unknown key throws MINIPROF_ERR_UNKNOWN_OPTION naming the key', () => {
+    const err = thrown(() => miniprof({ maxStep: 10 } as never));
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.code).toBe('MINIPROF_ERR_UNKNOWN_OPTION');
+    expect(err.message).toContain('"maxStep"');
+    expect(thrown(() => miniprof({ serverTiming: { maxByte: 100 } } as never)).code).toBe('MINIPROF_ERR_UNKNOWN_OPTION');
+  });
+});
+
+describe.each([
+  ['Express 5', express5],
+  ['Express 4', express4],
+] as const)('%s', (_label, express) => {
+  /** miniprof with a fixed clock, so every output is exact; developers: loopback unless told. */
+  function mp(o: MiniprofOptions<Request> = {}): RequestHandler {
+    return miniprof({
+      clock: () => 0,
+      now: () => EPOCH,
+      machine: 'web-1',
+      onInternalError: (err) => faults.push(err),
+      ...o,
+    }) as RequestHandler;
+  }
+
+  /** The shared routes; each test adds its own with `extra`. */
+  function routes(app: Express): void {
+    app.get(
+      '/page',
+      a(async (_req, res) => {
+        capture();
+        await step('load user', async () => {
+          await step('query', () => tick());
+        });
+        step('render', () => undefined);
+        res.type('html').send(PAGE.replace('Hello', `Hello ${currentProfile() === undefined ? 'anon' : 'dev'}`));
+      }),
+    );
+    app.get('/static', (_req, res) => {
+      capture();
+      res.type('html').send(PAGE);
+    });
+    app.get('/json', (_req, res) => {
+      capture();
+      res.json({ ok: true, list: [1, 2, 3], profiled: currentProfile() !== undefined });
+    });
+    app.get(
+      '/stream',
+      a(async (_req, res) => {
+        capture();
+        res.type('html');
+        res.write('<html><body>');
+        await tick();
+        res.write('<p>streamed</p>');
+        await tick();
+        res.end('</body></html>');
+      }),
+    );
+    app.get('/big', (_req, res) => {
+      capture();
+      res.type('html').send(BIG);
+    });
+  }
+
+  /** An app: `pre` middleware in order, then the shared routes and `extra`. */
+  function start(pre: RequestHandler[], extra?: (app: Express) => void): Promise<number> {
+    const app = express();
+    for (const m of pre) app.use(m);
+    routes(app);
+    extra?.(app);
+    return serve(app as unknown as http.RequestListener);
+  }
+
+  /** Same request to a plain app and a profiled one: identical bytes but for `Date`. */
+  async function expectIdentical(plainPort: number, profPort: number, req: Parameters<typeof raw>[1]): Promise<RawResponse> {
+    const plain = await raw(plainPort, req);
+    const prof = await raw(profPort, req);
+    expect(withoutDate(prof.bytes).toString('latin1')).toBe(withoutDate(plain.bytes).toString('latin1'));
+    return prof;
+  }
+
+  describe('who is a developer (A1, A2)', () => {
+    async function isProfiled(port: number, path = '/page'): Promise<boolean> {
+      const r = await raw(port, { path });
+      expect(r.status).toBe(200);
+      return r.headers['server-timing'] !== undefined && comments(r.body.toString()).length === 1;
+    }
+
+    it('A1: isDeveloper true, async true: profiled', async () => {
+      expect(await isProfiled(await start([mp({ isDeveloper: () => true })]))).toBe(true);
+      expect(await isProfiled(await start([mp({ isDeveloper: async () => (await tick(), true) })]))).toBe(true);
+    });
+
+    it('A1: isDeveloper false, or a truthy non-true value: byte-identical to the app alone', async () => {
+      const plain = await start([]);
+      await expectIdentical(plain, await start([mp({ isDeveloper: () => false })]), { path: '/page' });
+      await expectIdentical(plain, await start([mp({ isDeveloper: async () => false })]), { path: '/page' });
+      await expectIdentical(plain, await start([mp({ isDeveloper: (() => 'yes') as never })]), { path: '/page' });
+    });
+
+    it('A1: isDeveloper throws: not a developer, the error reaches onInternalError exactly once', async () => {
+      const boom = new Error('isDeveloper broke');
+      const plain = await start([]);
+      const r = await expectIdentical(plain, await start([mp({ isDeveloper: () => { throw boom; } })]), { path: '/page' });
+      expect(r.body.toString()).toContain('Hello anon');
+      expect(faults).toEqual([boom]);
+      expect(faults[0]).toBe(boom);
+      faults = [];
+    });
+
+    it('A1: isDeveloper rejects: not a developer, the error reaches onInternalError exactly once', async () => {
+      const boom = new Error('isDeveloper rejected');
+      const plain = await start([]);
+      await expectIdentical(plain, await start([mp({ isDeveloper: () => Promise.reject(boom) })]), { path: '/page' });
+      expect(faults).toHaveLength(1);
+      expect(faults[0]).toBe(boom);
+      faults = [];
+    });
+
+    it('A2: unset, outside production: loopback peers only (127.0.0.0/8, mapped, ::1)', async () => {
+      expect(await isProfiled(await start([mp()]))).toBe(true); // really 127.0.0.1
+      expect(await isProfiled(await start([fakePeer('127.0.0.5'), mp()]))).toBe(true);
+      expect(await isProfiled(await start([fakePeer('::ffff:127.0.0.1'), mp()]))).toBe(true);
+      expect(await isProfiled(await start([fakePeer('::1'), mp()]))).toBe(true);
+      const plain = await start([fakePeer('203.0.113.9')]);
+      await expectIdentical(plain, await start([fakePeer('203.0.113.9'), mp()]), { path: '/page' });
+      await expectIdentical(await start([fakePeer('10.0.0.1')]), await start([fakePeer('10.0.0.1'), mp()]), { path: '/page' });
+    });
+
+    it('A2: X-Forwarded-For: 127.0.0.1 from a non-loopback peer does not make a developer', async () => {
+      const req = { path: '/page', headers: { 'X-Forwarded-For': '127.0.0.1', Forwarded: 'for=127.0.0.1' } };
+      const r = await expectIdentical(
+        await start([fakePeer('198.51.100.4')]),
+        await start([fakePeer('198.51.100.4'), mp()]),
+        req,
+      );
+      expect(r.body.toString()).toContain('Hello anon');
+      // Even with Express's `trust proxy` on, the socket decides, not req.ip.
+      const trusting = (app: Express) => app.set('trust proxy', true);
+      const plain = express();
+      trusting(plain);
+      plain.use(fakePeer('198.51.100.4'));
+      routes(plain);
+      const prof = express();
+      trusting(prof);
+      prof.use(fakePeer('198.51.100.4'), mp());
+      routes(prof);
+      await expectIdentical(
+        await serve(plain as unknown as http.RequestListener),
+        await serve(prof as unknown as http.RequestListener),
+        req,
+      );
+    });
+
+    it('A2: NODE_ENV=production and no isDeveloper: a pass-through, even for loopback', async () => {
+      const before = process.env.NODE_ENV;
+      process.env.NODE_ENV = 'production';
+      let m: RequestHandler;
+      try {
+        m = mp();
+      } finally {
+        if (before === undefined) delete process.env.NODE_ENV;
+        else process.env.NODE_ENV = before;
+      }
+      const plain = await start([]);
+      const prof = await start([m]);
+      for (const path of ['/page', '/json', '/stream']) await expectIdentical(plain, prof, { path });
+      expect(seen).toEqual([]);
+    });
+  });
+
+  describe('non-developer responses are byte-identical to the app alone (E4)', () => {
+    let plain: number;
+    let prof: number;
+    async function both(): Promise<void> {
+      plain = await start([]);
+      prof = await start([mp({ isDeveloper: () => false })]);
+    }
+
+    it('HTML, JSON, HEAD, streams, sendFile, an error page', async () => {
+      await both();
+      for (const path of ['/page', '/static', '/json', '/stream', '/big', '/missing']) {
+        await expectIdentical(plain, prof, { path });
+        await expectIdentical(plain, prof, { method: 'HEAD', path });
+      }
+      expect(seen).toEqual([]);
+    });
+
+    it('304 via If-None-Match', async () => {
+      await both();
+      const first = await raw(plain, { path: '/static' });
+      const etag = header(first, 'etag')!;
+      expect(etag).toMatch(/^W\/"/);
+      const r = await expectIdentical(plain, prof, { path: '/static', headers: { 'If-None-Match': etag } });
+      expect(r.status).toBe(304);
+      expect(r.body.length).toBe(0);
+    });
+
+    it('with compression(): gzip, br, identity', async () => {
+      plain = await start([compression()]);
+      prof = await start([compression(), mp({ isDeveloper: () => false })]);
+      const prof2 = await start([mp({ isDeveloper: () => false }), compression()]);
+      for (const enc of ['gzip', 'br', 'identity']) {
+        await expectIdentical(plain, prof, { path: '/big', headers: { 'Accept-Encoding': enc } });
+        await expectIdentical(plain, prof2, { path: '/big', headers: { 'Accept-Encoding': enc } });
+      }
+    });
+  });
+
+  describe('developer output', () => {
+    it('Server-Timing and the comment, exact with a fixed clock; cache-safe headers', async () => {
+      const r = await raw(await start([mp()]), { path: '/page' });
+      expect(r.status).toBe(200);
+      expect(header(r, 'server-timing')).toBe('load_user;dur=0.0;desc="load user", render;dur=0.0, total;dur=0.0');
+      expect(header(r, 'cache-control')).toBe('private, no-store');
+      expect(r.headers.etag).toBeUndefined();
+      expect(r.headers['timing-allow-origin']).toBeUndefined();
+      expect(header(r, 'content-type')).toBe('text/html; charset=utf-8');
+      const body = r.body.toString();
+      const comment = expectedComment('/page', ['> load user', '>> query', '> render']);
+      expect(body).toBe(PAGE.replace('Hello', 'Hello dev').replace('</body>', `${comment}</body>`));
+      expect(Number(header(r, 'content-length'))).toBe(r.body.length);
+      const json = await sealed(seen[0]);
+      expect(seen[0]!.seals).toBe(1);
+      expect(json.request).toEqual({ method: 'GET', path: '/page', status: 200 });
+      expect(names(json.root)).toEqual({ 'GET /page': [{ 'load user': ['query'] }, 'render'] });
+    });
+
+    it('JSON responses get Server-Timing and no body change', async () => {
+      const r = await raw(await start([mp()]), { path: '/json' });
+      expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+      expect(header(r, 'cache-control')).toBe('private, no-store');
+      expect(r.headers.etag).toBeUndefined();
+      expect(r.body.toString()).toBe('{"ok":true,"list":[1,2,3],"profiled":true}');
+      expect(Number(header(r, 'content-length'))).toBe(r.body.length);
+    });
+
+    it('the path in the profile has no query string', async () => {
+      const r = await raw(await start([mp()]), { path: '/static?token=secret' });
+      expect(r.body.toString()).toContain('Path: GET /static\n');
+      expect(r.body.toString()).not.toContain('secret');
+      expect((await sealed(seen[0])).name).toBe('GET /static');
+    });
+
+    it('C3: appended to a Server-Timing the app set (string and list)', async () => {
+      const port = await start([mp()], (app) => {
+        app.get('/st1', (_req, res) => {
+          res.set('Server-Timing', 'app;dur=1.5');
+          res.type('html').send(PAGE);
+        });
+        app.get('/st2', (_req, res) => {
+          res.setHeader('Server-Timing', ['db;dur=2', 'cache;desc="hit"']);
+          res.json({});
+        });
+      });
+      const r1 = await get(port, '/st1');
+      expect(r1.headers['server-timing']).toBe('app;dur=1.5, total;dur=0.0');
+      const r2 = await raw(port, { path: '/st2' });
+      expect(r2.headers['server-timing']).toEqual(['db;dur=2', 'cache;desc="hit"', 'total;dur=0.0']);
+    });
+
+    describe('where the comment goes (B6)', () => {
+      const cases: Array<[string, string, string]> = [
+        ['before </body>', '<html><body>x</body></html>', '<html><body>x@</body></html>'],
+        ['before </BODY> in any case', '<HTML><BODY>x</BODY></HTML>', '<HTML><BODY>x@</BODY></HTML>'],
+        ['before the last of two </body>', '<body>a</body><body>b</body >', '<body>a</body><body>b@</body >'],
+        ['appended without </body>', '<p>fragment</p>', '<p>fragment</p>@'],
+        ['not before </bodyx>', '<p>a</bodyx>', '<p>a</bodyx>@'],
+      ];
+      it.each(cases)('%s', async (_name, input, output) => {
+        const port = await start([mp()], (app) => app.get('/h', (_req, res) => res.type('html').send(input)));
+        const r = await raw(port, { path: '/h' });
+        expect(r.body.toString()).toBe(output.replace('@', expectedComment('/h', [])));
+        expect(Number(header(r, 'content-length'))).toBe(r.body.length);
+      });
+
+      it('xhtml gets it; text/plain, JSON-looking HTML-less types do not', async () => {
+        const port = await start([mp()], (app) => {
+          app.get('/x', (_req, res) => res.type('application/xhtml+xml').send('<html><body>x</body></html>'));
+          app.get('/t', (_req, res) => res.type('text/plain').send('<html><body>x</body></html>'));
+          app.get('/404', (_req, res) => res.status(404).type('html').send('<html><body>nope</body></html>'));
+        });
+        expect(comments((await raw(port, { path: '/x' })).body.toString())).toHaveLength(1);
+        expect((await raw(port, { path: '/t' })).body.toString()).toBe('<html><body>x</body></html>');
+        const nf = await raw(port, { path: '/404' });
+        expect(nf.status).toBe(404);
+        expect(withoutComment(nf.body.toString())).toBe('<html><body>nope</body></html>');
+      });
+    });
+
+    describe('C1: Content-Length equals the bytes received', () => {
+      const TEXT = '<html><body>café ☕ 日本語 Jež</body></html>';
+      const LATIN = '<html><body>café crème à la carte</body></html>';
+      it.each([
+        ['res.send(string)', (res: Response) => res.type('html').send(TEXT), TEXT, 'utf8'],
+        ['res.send(Buffer)', (res: Response) => res.type('html').send(Buffer.from(TEXT)), TEXT, 'utf8'],
+        [
+          "res.end(str, 'latin1')",
+          (res: Response) => {
+            res.setHeader('Content-Type', 'text/html; charset=iso-8859-1');
+            res.end(LATIN, 'latin1');
+          },
+          LATIN,
+          'latin1',
+        ],
+        [
+          'app-set Content-Length',
+          (res: Response) => {
+            res.setHeader('Content-Type', 'text/html; charset=utf-8');
+            res.setHeader('Content-Length', Buffer.byteLength(TEXT));
+            res.end(TEXT);
+          },
+          TEXT,
+          'utf8',
+        ],
+        [
+          "app-set Content-Length with res.end(str, 'latin1')",
+          (res: Response) => {
+            res.setHeader('Content-Type', 'text/html; charset=latin1');
+            res.setHeader('Content-Length', Buffer.byteLength(LATIN, 'latin1'));
+            res.end(LATIN, 'latin1');
+          },
+          LATIN,
+          'latin1',
+        ],
+      ] as const)('C1: %s', async (_name, send, text, enc) => {
+        const port = await start([mp()], (app) => app.get('/c1', (_req, res) => void send(res)));
+        const r = await raw(port, { path: '/c1' });
+        expect(r.status).toBe(200);
+        expect(Number(header(r, 'content-length'))).toBe(r.body.length);
+        const body = r.body.toString(enc as BufferEncoding);
+        expect(withoutComment(body)).toBe(text);
+      });
+
+      it('C1: multibyte step names in a UTF-8 page and in a latin1 page', async () => {
+        const port = await start([mp()], (app) => {
+          app.get('/u', (_req, res) => {
+            step('naïve ☕ step', () => undefined);
+            res.type('html').send(TEXT);
+          });
+          app.get('/l', (_req, res) => {
+            step('naïve ☕ step', () => undefined);
+            res.setHeader('Content-Type', 'text/html; charset=iso-8859-1');
+            res.end(LATIN, 'latin1');
+          });
+        });
+        const u = await raw(port, { path: '/u' });
+        expect(Number(header(u, 'content-length'))).toBe(u.body.length);
+        expect(u.body.toString()).toContain('> naïve ☕ step = 0.0ms');
+        const l = await raw(port, { path: '/l' });
+        expect(Number(header(l, 'content-length'))).toBe(l.body.length);
+        // Not UTF-8: the comment is ASCII with escapes, so the latin1 page stays readable.
+        const comment = comments(l.body.toString('latin1'))[0]!;
+        expect(comment).toMatch(/^[\x0a\x20-\x7e]*$/);
+        expect(withoutComment(l.body.toString('latin1'))).toBe(LATIN);
+      });
+    });
+
+    it('A6: a conditional GET with the previous ETag gets 200 and a fresh profile', async () => {
+      const etag = header(await raw(await start([]), { path: '/static' }), 'etag')!;
+      const port = await start([mp()]);
+      const ids: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const r = await raw(port, { path: '/static', headers: { 'If-None-Match': etag, 'If-Modified-Since': new Date().toUTCString() } });
+        expect(r.status).toBe(200);
+        expect(r.headers.etag).toBeUndefined();
+        expect(header(r, 'cache-control')).toBe('private, no-store');
+        expect(withoutComment(r.body.toString())).toBe(PAGE);
+        ids.push((await sealed(seen[i])).id);
+      }
+      expect(ids[0]).not.toBe(ids[1]);
+    });
+
+    it('A7: Timing-Allow-Origin: * set by the app: no Server-Timing unless serverTiming.crossOrigin', async () => {
+      const tao = (app: Express) =>
+        app.get('/tao', (_req, res) => {
+          res.set('Timing-Allow-Origin', '*');
+          res.type('html').send(PAGE);
+        });
+      const r = await raw(await start([mp()], tao), { path: '/tao' });
+      expect(r.headers['server-timing']).toBeUndefined();
+      expect(header(r, 'timing-allow-origin')).toBe('*');
+      expect(comments(r.body.toString())).toHaveLength(1);
+      const open = await raw(await start([mp({ serverTiming: { crossOrigin: true } })], tao), { path: '/tao' });
+      expect(header(open, 'server-timing')).toBe('total;dur=0.0');
+      const off = await raw(await start([mp({ serverTiming: false, htmlComment: false })]), { path: '/page' });
+      expect(off.headers['server-timing']).toBeUndefined();
+      expect(off.body.toString()).toBe(PAGE.replace('Hello', 'Hello dev'));
+    });
+
+    describe('left untouched: the body is exactly the app body, headers still right', () => {
+      async function untouched(extra: (app: Express) => void, req: Parameters<typeof raw>[1]): Promise<RawResponse> {
+        const r = await raw(await start([mp()], extra), req);
+        expect(comments(r.body.toString('latin1'))).toEqual([]);
+        return r;
+      }
+
+      it('C6: HEAD: no body, Server-Timing, cache headers; Content-Length of the GET body', async () => {
+        const r = await untouched(() => undefined, { method: 'HEAD', path: '/static' });
+        expect(r.status).toBe(200);
+        expect(r.body.length).toBe(0);
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        expect(header(r, 'cache-control')).toBe('private, no-store');
+        expect(r.headers.etag).toBeUndefined();
+        expect(Number(header(r, 'content-length'))).toBe(Buffer.byteLength(PAGE));
+      });
+
+      it('C7: 204, 304 set by the app, and 103 Early Hints', async () => {
+        const app = (a_: Express) => {
+          a_.get('/204', (_req, res) => void res.status(204).type('html').send(PAGE));
+          a_.get('/304', (_req, res) => void res.status(304).type('html').send(PAGE));
+          a_.get('/103', (_req, res) => {
+            res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+            res.type('html').send(PAGE);
+          });
+        };
+        const port = await start([mp()], app);
+        for (const s of [204, 304]) {
+          const r = await raw(port, { path: `/${s}` });
+          expect(r.status).toBe(s);
+          expect(r.body.length).toBe(0);
+          expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        }
+        const plain = await raw(await start([], app), { path: '/103' });
+        const r = await raw(port, { path: '/103' });
+        expect(r.informational).toEqual(plain.informational);
+        expect(r.informational[0]).toMatch(/^HTTP\/1\.1 103 Early Hints\r\nLink: <\/style.css>; rel=preload; as=style/);
+        expect(r.status).toBe(200);
+        expect(withoutComment(r.body.toString())).toBe(PAGE);
+      });
+
+      it('206: res.sendFile with Range, and res.status(206).send(html)', async () => {
+        const port = await start([mp()], (app) => {
+          app.get('/file', (_req, res) => res.sendFile(join(dir, 'page.html')));
+          app.get('/partial', (_req, res) => void res.status(206).type('html').send(PAGE));
+        });
+        const f = await raw(port, { path: '/file', headers: { Range: 'bytes=12-21' } });
+        expect(f.status).toBe(206);
+        expect(f.body.toString()).toBe(FILE_TEXT.slice(12, 22));
+        expect(header(f, 'content-range')).toBe(`bytes 12-21/${FILE_TEXT.length}`);
+        expect(header(f, 'server-timing')).toBe('total;dur=0.0');
+        expect(f.headers.etag).toBeUndefined();
+        // A file is streamed: even whole, it is left alone.
+        const whole = await raw(port, { path: '/file' });
+        expect(whole.status).toBe(200);
+        expect(whole.payload.toString()).toBe(FILE_TEXT);
+        const p = await raw(port, { path: '/partial' });
+        expect(p.status).toBe(206);
+        expect(p.body.toString()).toBe(PAGE);
+        expect(Number(header(p, 'content-length'))).toBe(Buffer.byteLength(PAGE));
+      });
+
+      it('Content-Encoding set by the app', async () => {
+        const gz = zlib.gzipSync(PAGE);
+        const r = await untouched(
+          (app) =>
+            app.get('/gz', (_req, res) => {
+              res.set('Content-Encoding', 'gzip');
+              res.type('html').send(gz);
+            }),
+          { path: '/gz' },
+        );
+        expect(Buffer.compare(r.body, gz)).toBe(0);
+        expect(zlib.gunzipSync(r.body).toString()).toBe(PAGE);
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+      });
+
+      it('Cache-Control: no-transform', async () => {
+        const r = await untouched(
+          (app) =>
+            app.get('/nt', (_req, res) => {
+              res.set('Cache-Control', 'no-transform');
+              res.type('html').send(PAGE);
+            }),
+          { path: '/nt' },
+        );
+        expect(r.body.toString()).toBe(PAGE);
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        expect(header(r, 'cache-control')).toContain('private, no-store');
+      });
+
+      it('a utf-16 page', async () => {
+        const bytes = Buffer.from('\ufeff<html><body>x</body></html>', 'utf16le');
+        const r = await untouched(
+          (app) =>
+            app.get('/u16', (_req, res) => {
+              res.set('Content-Type', 'text/html; charset=utf-16');
+              res.send(bytes);
+            }),
+          { path: '/u16' },
+        );
+        expect(Buffer.compare(r.body, bytes)).toBe(0);
+        expect(Number(header(r, 'content-length'))).toBe(bytes.length);
+      });
+
+      it('C2: res.write + res.end (chunked)', async () => {
+        const r = await untouched(() => undefined, { path: '/stream' });
+        expect(header(r, 'transfer-encoding')).toBe('chunked');
+        expect(r.payload.toString()).toBe('<html><body><p>streamed</p></body></html>');
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        expect(await sealed(seen[0])).toMatchObject({ request: { status: 200 } });
+      });
+
+      it('C3: flushHeaders() early, then res.end(html): no throw, Server-Timing sent with the head', async () => {
+        const r = await untouched(
+          (app) =>
+            app.get(
+              '/flush',
+              a(async (_req, res) => {
+                capture();
+                res.type('html');
+                res.flushHeaders();
+                await step('after flush', () => tick());
+                res.end(PAGE);
+              }),
+            ),
+          { path: '/flush' },
+        );
+        expect(r.status).toBe(200);
+        expect(r.payload.toString()).toBe(PAGE);
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        expect(header(r, 'cache-control')).toBe('private, no-store');
+        const json = await sealed(seen[0]);
+        expect(names(json.root)).toEqual({ 'GET /flush': ['after flush'] });
+      });
+    });
+
+    describe('C4: every writeHead call shape', () => {
+      const shapes: Array<[string, (res: Response) => void]> = [
+        [
+          'writeHead(200)',
+          (res) => {
+            res.setHeader('Content-Type', 'text/html');
+            res.setHeader('X-App', 'a');
+            res.setHeader('Server-Timing', 'app;dur=1');
+            res.writeHead(200);
+          },
+        ],
+        ['writeHead(200, obj)', (res) => res.writeHead(200, { 'Content-Type': 'text/html', 'X-App': 'a', 'Server-Timing': 'app;dur=1' })],
+        [
+          "writeHead(200, 'OK', obj)",
+          (res) => res.writeHead(200, 'OK', { 'Content-Type': 'text/html', 'X-App': 'a', 'Server-Timing': 'app;dur=1' }),
+        ],
+        [
+          'writeHead(200, [[k, v]])',
+          (res) =>
+            res.writeHead(200, [
+              ['Content-Type', 'text/html'],
+              ['X-App', 'a'],
+              ['Server-Timing', 'app;dur=1'],
+            ] as never),
+        ],
+        [
+          'writeHead(200, [k, v, k, v])',
+          (res) => res.writeHead(200, ['Content-Type', 'text/html', 'X-App', 'a', 'Server-Timing', 'app;dur=1'] as never),
+        ],
+        [
+          "writeHead(200, 'Fine', [k, v, k, v])",
+          (res) => res.writeHead(200, 'Fine', ['Content-Type', 'text/html', 'X-App', 'a', 'Server-Timing', 'app;dur=1'] as never),
+        ],
+      ];
+      it.each(shapes)('C4: %s', async (name, write) => {
+        // Without X-Powered-By no header is set before writeHead, the one case where Node itself
+        // accepts the nested-array shape; so the app alone is a valid reference for every shape.
+        const app = (a_: Express) =>
+          a_.disable('x-powered-by').get('/wh', (_req, res) => {
+            write(res);
+            res.end(PAGE);
+          });
+        const plain = await raw(await start([], app), { path: '/wh' });
+        const r = await raw(await start([mp()], app), { path: '/wh' });
+        expect(r.head.split('\r\n')[0]).toBe(plain.head.split('\r\n')[0]);
+        expect(r.head.split('\r\n')[0]).toBe(name.includes('Fine') ? 'HTTP/1.1 200 Fine' : 'HTTP/1.1 200 OK');
+        expect(header(r, 'content-type')).toBe('text/html');
+        expect(header(r, 'x-app')).toBe('a');
+        expect(header(r, 'server-timing')).toBe('app;dur=1, total;dur=0.0');
+        expect(header(r, 'cache-control')).toBe('private, no-store');
+        const body = r.payload.toString();
+        if (body !== PAGE) expect(withoutComment(body)).toBe(PAGE);
+      });
+    });
+
+    describe('C5: compression() in both registration orders', () => {
+      function decode(r: RawResponse): string {
+        const enc = header(r, 'content-encoding');
+        if (enc === 'gzip') return zlib.gunzipSync(r.payload).toString();
+        if (enc === 'br') return zlib.brotliDecompressSync(r.payload).toString();
+        expect(enc).toBeUndefined();
+        return r.payload.toString();
+      }
+      for (const order of ['compression first', 'miniprof first'] as const) {
+        for (const enc of ['gzip', 'br', 'identity'] as const) {
+          it(`C5: ${order}, ${enc}`, async () => {
+            const plain = await raw(await start([compression()]), { path: '/big', headers: { 'Accept-Encoding': enc } });
+            const chain = order === 'compression first' ? [compression(), mp()] : [mp(), compression()];
+            const r = await raw(await start(chain), { path: '/big', headers: { 'Accept-Encoding': enc } });
+            expect(r.status).toBe(200);
+            expect(header(r, 'content-encoding')).toBe(header(plain, 'content-encoding'));
+            expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+            expect(decode(plain)).toBe(BIG);
+            const body = decode(r);
+            // Mounted after compression() (the documented order) miniprof sees the whole body
+            // first; mounted before, compression() has sent the head by the time miniprof's
+            // end() runs, so the body, even uncompressed, is left alone.
+            if (order === 'compression first') expect(withoutComment(body)).toBe(BIG);
+            else expect(body).toBe(BIG);
+          });
+        }
+      }
+    });
+
+    it('C2: server-sent events that never end, closed by the client', async () => {
+      let cleared = 0;
+      const sse = (app: Express) =>
+        app.get('/sse', (_req, res) => {
+          capture();
+          res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+          let n = 0;
+          const timer = setInterval(() => {
+            step(`event ${n}`, () => res.write(`data: ${n++}\n\n`));
+          }, 3);
+          res.on('close', () => {
+            clearInterval(timer);
+            cleared++;
+          });
+        });
+      async function firstEvents(port: number): Promise<{ headers: http.IncomingHttpHeaders; text: string }> {
+        return new Promise((resolve, reject) => {
+          const req = http.get({ host: '127.0.0.1', port, path: '/sse', agent: false }, (res) => {
+            let text = '';
+            res.setEncoding('latin1');
+            res.on('data', (c: string) => {
+              text += c;
+              if (text.split('\n\n').length > 3) {
+                req.destroy();
+                resolve({ headers: res.headers, text: text.split('\n\n').slice(0, 3).join('\n\n') });
+              }
+            });
+          });
+          req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+        });
+      }
+      const plain = await firstEvents(await start([], sse));
+      const prof = await firstEvents(await start([mp()], sse));
+      expect(prof.text).toBe(plain.text);
+      expect(prof.text).toBe('data: 0\n\ndata: 1\n\ndata: 2');
+      expect(prof.headers['content-type']).toBe('text/event-stream');
+      expect(prof.headers['server-timing']).toBe('total;dur=0.0');
+      const s = seen[0];
+      const json = await sealed(s);
+      expect(s!.seals).toBe(1);
+      expect(json.request).toEqual({ method: 'GET', path: '/sse', status: 200, aborted: true });
+      await waitFor(() => cleared === 2, 3000, 'both intervals cleared');
+      const after = json.root.children.length;
+      await sleep(15);
+      expect(s!.profile.toJSON().root.children.length).toBe(after);
+    });
+
+    it('C8: a client that aborts mid-handler: nothing thrown, profile sealed once, request.aborted', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => (started = resolve));
+      let finished = false;
+      const port = await start([mp()], (app) =>
+        app.get(
+          '/slow',
+          a(async (_req, res) => {
+            capture();
+            await step('before abort', async () => {
+              started();
+              await gate;
+            });
+            step('after abort', () => undefined);
+            res.type('html').send(PAGE);
+            finished = true;
+          }),
+        ),
+      );
+      const req = http.get({ host: '127.0.0.1', port, path: '/slow', agent: false });
+      req.on('error', () => undefined);
+      await running;
+      req.destroy();
+      const json = await sealed(seen[0]);
+      release();
+      await waitFor(() => finished, 3000, 'handler finished');
+      await sleep(5);
+      expect(seen[0]!.seals).toBe(1);
+      expect(json.request).toEqual({ method: 'GET', path: '/slow', status: 200, aborted: true });
+      expect(names(json.root)).toEqual({ 'GET /slow': ['before abort'] });
+      expect(json.root.children[0]!.unfinished).toBe(true);
+      // Sealed means frozen: the late step and the late send changed nothing.
+      expect(seen[0]!.profile.toJSON()).toEqual(json);
+    });
+
+    it('C10: an error thrown in a route reaches the app error handler as the same object', async () => {
+      const errors = [new Error('sync'), new TypeError('in step'), new RangeError('async in step')];
+      const notError = { custom: 'thrown object' };
+      const got: unknown[] = [];
+      const port = await start([mp()], (app) => {
+        app.get('/e0', () => {
+          capture();
+          throw errors[0];
+        });
+        app.get('/e1', () => {
+          capture();
+          step('sync step', () => {
+            throw errors[1];
+          });
+        });
+        app.get(
+          '/e2',
+          a(async () => {
+            capture();
+            await step('async step', async () => {
+              await tick();
+              throw errors[2];
+            });
+          }),
+        );
+        app.get('/e3', (_req, _res, next) => {
+          capture();
+          step('non-error', () => {
+            try {
+              throw notError;
+            } catch (e) {
+              next(e);
+            }
+          });
+        });
+        app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+          got.push(err);
+          res.status(500).type('html').send('<html><body>error</body></html>');
+        });
+      });
+      for (let i = 0; i < 4; i++) {
+        const r = await raw(port, { path: `/e${i}` });
+        expect(r.status).toBe(500);
+        expect(withoutComment(r.body.toString())).toBe('<html><body>error</body></html>');
+      }
+      expect(got).toHaveLength(4);
+      for (let i = 0; i < 3; i++) expect(got[i]).toBe(errors[i]);
+      expect(got[3]).toBe(notError);
+      expect((await sealed(seen[1])).root.children[0]).toMatchObject({ name: 'sync step', error: true });
+      expect((await sealed(seen[2])).root.children[0]).toMatchObject({ name: 'async step', error: true });
+    });
+
+    it('B2: a step named "a\\r\\nSet-Cookie: x=1" injects no header and the response is valid', async () => {
+      const evil = 'a\r\nSet-Cookie: x=1';
+      const port = await start([mp()], (app) =>
+        app.get('/b2', (_req, res) => {
+          step(evil, () => undefined);
+          step('caf\u00e9 \u2615 "q" \\ \u0000', () => undefined);
+          res.type('html').send(PAGE);
+        }),
+      );
+      const r = await raw(port, { path: '/b2' });
+      expect(r.status).toBe(200);
+      expect(r.headers['set-cookie']).toBeUndefined();
+      expect(r.head).not.toMatch(/\r\nSet-Cookie/i);
+      const st = header(r, 'server-timing')!;
+      expect(st).toMatch(/^[\x20-\x7e]+$/);
+      expect(st).toBe('a_Set-Cookie_x_1;dur=0.0;desc="a%0D%0ASet-Cookie: x=1", caf_q;dur=0.0;desc="caf%C3%A9 %E2%98%95 \\"q\\" \\\\ %00", total;dur=0.0');
+      const body = withoutComment(r.body.toString());
+      expect(body).toBe(PAGE);
+      expect(comments(r.body.toString())[0]).toContain('> a\\r\\nSet-Cookie: x=1 = 0.0ms\n');
+      const viaClient = await get(port, '/b2');
+      expect(viaClient.headers['set-cookie']).toBeUndefined();
+    });
+
+    it('B5: 10,000 steps keep Server-Timing within 2048 bytes and readable by Node\u2019s client', async () => {
+      const port = await start([mp()], (app) =>
+        app.get('/b5', (_req, res) => {
+          capture();
+          for (let i = 0; i < 10_000; i++) step(`step number ${i}`, () => undefined);
+          res.type('html').send(PAGE);
+        }),
+      );
+      const r = await get(port, '/b5');
+      expect(r.status).toBe(200);
+      const st = r.headers['server-timing'] as string;
+      expect(Buffer.byteLength(st)).toBeLessThanOrEqual(2048);
+      expect(st).toMatch(/^step_number_0;dur=0\.0;desc="step number 0", /);
+      expect(st).toMatch(/, more;desc="\d+ more", total;dur=0\.0$/);
+      const json = await sealed(seen[0]);
+      expect(json.root.children).toHaveLength(1000);
+      expect(json.droppedSteps).toBe(9000);
+      const body = withoutComment(r.body.toString());
+      expect(body).toBe(PAGE);
+      expect(r.body.toString()).toContain('! 9000 more steps were not recorded');
+    });
+  });
+
+  describe('async context', () => {
+    it('D1: keep-alive socket, 5 requests: code before miniprof never sees a profile', async () => {
+      const before: Array<unknown> = [];
+      const sockets = new Set<unknown>();
+      const port = await start(
+        [
+          (req, _res, next) => {
+            sockets.add(req.socket);
+            before.push(currentProfile());
+            before.push(step('before miniprof', () => currentProfile()));
+            next();
+          },
+          mp(),
+        ],
+        (app) =>
+          app.get(
+            '/ka/:n',
+            a(async (req, res) => {
+              capture();
+              await step(`request ${req.params.n}`, () => sleep(1));
+              res.type('html').send(PAGE);
+            }),
+          ),
+      );
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        for (let n = 0; n < 5; n++) {
+          const r = await get(port, `/ka/${n}`, { agent });
+          expect(r.status).toBe(200);
+          expect(comments(r.body.toString())[0]).toBe(expectedComment(`/ka/${n}`, [`> request ${n}`]));
+        }
+      } finally {
+        agent.destroy();
+      }
+      expect(sockets.size).toBe(1);
+      expect(before).toEqual(new Array(10).fill(undefined));
+      for (let n = 0; n < 5; n++) expect(names((await sealed(seen[n])).root)).toEqual({ [`GET /ka/${n}`]: [`request ${n}`] });
+    });
+
+    it('D2: express.json() and express.urlencoded() on slow chunked POSTs > 64 KiB: steps land in the own profile', async () => {
+      const early = new Map<string, Profile | undefined>();
+      const port = await start(
+        [
+          mp(),
+          (req, _res, next) => {
+            early.set(String(req.headers['x-id']), currentProfile());
+            next();
+          },
+          express.json({ limit: '1mb' }),
+          express.urlencoded({ extended: false, limit: '1mb' }),
+        ],
+        (app) =>
+          app.post(
+            '/upload',
+            a(async (req, res) => {
+              const s = capture();
+              const id = String((req.body as { id: string }).id);
+              expect(s?.profile).toBe(early.get(id));
+              await step(`handler ${id}`, async () => {
+                await tick();
+                await step(`inner ${id}`, () => sleep(1));
+              });
+              res.json({ id, pad: (req.body as { pad: string }).pad.length });
+            }),
+          ),
+      );
+      const pad = 'x'.repeat(70 * 1024);
+      const split = (s: string) => Array.from({ length: 6 }, (_, i) => s.slice((i * s.length) / 6, ((i + 1) * s.length) / 6));
+      const uploads = [
+        { id: 'j1', type: 'application/json', body: JSON.stringify({ id: 'j1', pad }) },
+        { id: 'u1', type: 'application/x-www-form-urlencoded', body: `id=u1&pad=${pad}` },
+        { id: 'j2', type: 'application/json', body: JSON.stringify({ id: 'j2', pad }) },
+        { id: 'u2', type: 'application/x-www-form-urlencoded', body: `id=u2&pad=${pad}` },
+      ];
+      const results = await Promise.all(
+        uploads.map((u) =>
+          raw(port, {
+            method: 'POST',
+            path: '/upload',
+            headers: { 'Content-Type': u.type, 'X-Id': u.id },
+            body: split(u.body),
+            chunkDelayMs: 4,
+          }),
+        ),
+      );
+      for (const [i, r] of results.entries()) {
+        expect(r.status).toBe(200);
+        expect(JSON.parse(r.payload.toString())).toEqual({ id: uploads[i]!.id, pad: pad.length });
+        expect(header(r, 'server-timing')).toMatch(/^handler_/);
+      }
+      expect(seen).toHaveLength(4);
+      for (const s of seen) {
+        const json = await sealed(s);
+        const id = [...early].find(([, p]) => p === s.profile)![0];
+        expect(names(json.root)).toEqual({ 'POST /upload': [{ [`handler ${id}`]: [`inner ${id}`] }] });
+      }
+    });
+
+    it('D5: 200 concurrent real-socket requests with random awaits: each tree holds only its own steps', async () => {
+      const rnd = () => sleep(Math.random() * 4);
+      const port = await start([mp()], (app) =>
+        app.get(
+          '/d5/:id',
+          a(async (req, res) => {
+            const id = req.params.id as string;
+            await rnd();
+            await step(`${id}:outer`, async () => {
+              await rnd();
+              await step(`${id}:inner`, rnd);
+            });
+            await Promise.all(
+              [0, 1, 2].map((k) =>
+                step(`${id}:p${k}`, async () => {
+                  await rnd();
+                  await step(`${id}:p${k}:leaf`, rnd);
+                }),
+              ),
+            );
+            if (Number(id.slice(1)) % 2 === 0) res.type('html').send(PAGE);
+            else res.json(currentProfile()!.toJSON());
+          }),
+        ),
+      );
+      const ids = Array.from({ length: 200 }, (_, i) => `r${i}`);
+      const responses = await Promise.all(ids.map((id) => get(port, `/d5/${id}`)));
+      for (const [i, r] of responses.entries()) {
+        const id = ids[i]!;
+        expect(r.status).toBe(200);
+        const tree = [`> ${id}:outer`, `>> ${id}:inner`];
+        for (const k of [0, 1, 2]) tree.push(`> ${id}:p${k}`, `>> ${id}:p${k}:leaf`);
+        if (i % 2 === 0) {
+          expect(r.body.toString()).toBe(PAGE.replace('</body>', `${expectedComment(`/d5/${id}`, tree)}</body>`));
+        } else {
+          const json = JSON.parse(r.body.toString()) as ProfileJSON;
+          expect(names(json.root)).toEqual({
+            [`GET /d5/${id}`]: [
+              { [`${id}:outer`]: [`${id}:inner`] },
+              ...[0, 1, 2].map((k) => ({ [`${id}:p${k}`]: [`${id}:p${k}:leaf`] })),
+            ],
+          });
+        }
+      }
+    });
+  });
+});
