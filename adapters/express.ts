@@ -3,7 +3,8 @@ import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
-import { askDeveloper, ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { admit, serveResults, underBase, type Developer, type ResultsReply } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -28,10 +29,12 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   const cfg = resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress);
   if (cfg.isDeveloper === null) return (_req, _res, next) => next();
 
-  function profile(req: Req, res: ServerResponse, next: Next): void {
+  const results = cfg.results;
+
+  function profile(req: Req, res: ServerResponse, next: Next, owner: string): void {
     let state: ProfiledResponse;
     try {
-      state = instrument(req, res);
+      state = instrument(req, res, owner);
     } catch (err) {
       // Setting up is the profiler's business: if it fails, the request goes on unprofiled.
       report(cfg.core.onInternalError, err);
@@ -40,8 +43,8 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     runInProfile(state.profile, next);
   }
 
-  function instrument(req: Req, res: ServerResponse): ProfiledResponse {
-    const state = new ProfiledResponse(cfg as never, req.method, req.originalUrl ?? req.url);
+  function instrument(req: Req, res: ServerResponse, owner: string): ProfiledResponse {
+    const state = new ProfiledResponse(cfg as never, req.method, req.originalUrl ?? req.url, owner);
     stripConditionals(req.headers);
     onHeaders(res, function (this: ServerResponse) {
       state.writeHeaders(this);
@@ -65,9 +68,32 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     return state;
   }
 
+  /** A results page for a developer, or the app's own answer (404/405) when we serve nothing there. */
+  function answer(req: Req, res: ServerResponse, next: Next, dev: Developer, url: string): void {
+    const https = (req as { secure?: boolean }).secure === true || (req.socket as { encrypted?: boolean }).encrypted === true;
+    serveResults(results!, dev, req.method, url, https, cfg.core.onInternalError).then(
+      (r) => (r === null ? next() : write(res, r)),
+      (err: unknown) => {
+        report(cfg.core.onInternalError, err);
+        next();
+      },
+    ).catch((err: unknown) => report(cfg.core.onInternalError, err));
+  }
+
   return function miniprofMiddleware(req, res, next) {
-    askDeveloper(cfg, req, (yes) => (yes ? profile(req, res, next) : next()));
+    admit(cfg, req, req.headers.cookie, (dev) => {
+      if (dev === null) return next();
+      const url = req.originalUrl ?? req.url;
+      if (results !== null && underBase(results, url)) return answer(req, res, next, dev, url!);
+      profile(req, res, next, dev.owner);
+    });
   };
+}
+
+function write(res: ServerResponse, r: ResultsReply): void {
+  if (res.headersSent) return;
+  res.writeHead(r.status, r.headers);
+  res.end(r.body);
 }
 
 export default miniprof;

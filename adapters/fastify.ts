@@ -5,7 +5,8 @@ import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { askDeveloper, ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { admit, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -25,10 +26,10 @@ function isStream(payload: unknown): boolean {
  * `reply.hijack` (a hijacked reply is the app's own), and the raw response's `writeHead` (for
  * `Server-Timing`, after every `onSend` hook) and `close` (to seal, on finish and on abort alike).
  */
-function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, owner: string): void {
   let state: ProfiledResponse;
   try {
-    state = instrument(cfg, request, reply);
+    state = instrument(cfg, request, reply, owner);
   } catch (err) {
     // Setting up is the profiler's business: if it fails, the request goes on unprofiled.
     report(cfg.core.onInternalError, err);
@@ -37,9 +38,9 @@ function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply
   runInProfile(state.profile, next);
 }
 
-function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply): ProfiledResponse {
+function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, owner: string): ProfiledResponse {
   const raw = reply.raw;
-  const state = new ProfiledResponse(cfg as never, request.raw.method, request.raw.url);
+  const state = new ProfiledResponse(cfg as never, request.raw.method, request.raw.url, owner);
   stripConditionals(request.raw.headers);
   onHeaders(raw, function (this: ServerResponse) {
     state.writeHeaders(this);
@@ -59,11 +60,30 @@ function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, re
   return state;
 }
 
+/**
+ * A results page, sent from the hook (Fastify allows a reply from onRequest), or the app's own
+ * answer when we serve nothing there: routing already ran, so `next()` reaches the app's route
+ * or its 404 handler exactly as without the plugin.
+ */
+function answer(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
+  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, request.protocol === 'https', cfg.core.onInternalError).then(
+    (r) => (r === null ? next() : reply.code(r.status).headers(r.headers).send(r.body)),
+    (err: unknown) => {
+      report(cfg.core.onInternalError, err);
+      next();
+    },
+  ).catch((err: unknown) => report(cfg.core.onInternalError, err));
+}
+
 const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify, options, done) => {
   const cfg = resolveHttp<FastifyRequest>(options, 'miniprof/fastify', (req) => req.raw.socket?.remoteAddress, FASTIFY_KEYS);
   if (cfg.isDeveloper === null) return done();
   fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
-    askDeveloper(cfg, request, (yes) => (yes ? profile(cfg, request, reply, next) : next()));
+    admit(cfg, request, request.headers.cookie, (dev) => {
+      if (dev === null) return next();
+      if (cfg.results !== null && underBase(cfg.results, request.raw.url)) return answer(cfg, request, reply, next, dev);
+      profile(cfg, request, reply, next, dev.owner);
+    });
   });
   done();
 };

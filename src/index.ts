@@ -6,3 +6,7 @@ export type { Profile, ProfileJSON, TimingJSON, CustomTimingJSON, RequestInfo } 
 export type { CoreOptions } from './options.js';
 export type { Clock, WallClock } from './clock.js';
 export type { MiniprofTypeError, MiniprofErrorCode } from './errors.js';
+export { memoryStore, type MemoryStoreOptions, type MemoryStoreStats } from './results/memory-store.js';
+export { redisStore, type RedisStoreOptions, type RedisClientLike } from './results/redis-store.js';
+export type { ProfileStore, ProfileSummary } from './results/store.js';
+export type { ResultsOptions } from './results/config.js';

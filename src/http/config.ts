@@ -1,6 +1,7 @@
 import { codedError, describe } from '../errors.js';
 import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../options.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
+import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
 export interface MiniprofOptions<Req> extends CoreOptions {
@@ -23,6 +24,20 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * profile sealed: later steps are pass-throughs. Default 120000 (2 minutes).
    */
   maxDurationMs?: number;
+  /**
+   * Keep each developer's profiles and serve them under `basePath` (default `/_miniprof`) to
+   * that developer only; every profiled response carries `X-Miniprof-Id`. Default true (an
+   * in-memory store); `false` keeps nothing and mounts nothing.
+   */
+  results?: boolean | ResultsOptions;
+  /**
+   * Turns on the opt-in cookie (at least 32 bytes; keep it out of the code). A developer who
+   * passes `isDeveloper` opens `<basePath>/opt-in` and gets a signed, expiring cookie; with it
+   * their requests are profiled even where `isDeveloper` says no. Default: unset (no opt-in).
+   */
+  secret?: string | Buffer;
+  /** How long an opt-in lasts. Default 8 hours. */
+  optInMaxAgeMs?: number;
 }
 
 /** @internal */
@@ -33,9 +48,13 @@ export interface HttpConfig<Req> {
   htmlComment: boolean;
   serverTiming: { maxBytes: number; crossOrigin: boolean } | null;
   maxDurationMs: number;
+  /** null: no store, no routes, no id header. */
+  results: ResultsConfig | null;
+  /** The socket's address: the developer's identity when there is no opt-in. */
+  peer: (req: Req) => string | undefined;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs'] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', ...RESULTS_KEYS] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -56,6 +75,8 @@ export function resolveHttp<Req>(
     htmlComment: boolOption(o, 'htmlComment', true),
     serverTiming: serverTimingOption(o.serverTiming),
     maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
+    results: resolveResults(o),
+    peer,
   };
 }
 

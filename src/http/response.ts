@@ -7,6 +7,7 @@ import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
 import { injectable, splice, type Body, type HeaderView } from './inject.js';
+import { linkHeaders, saveProfile } from '../results/save.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -36,8 +37,12 @@ export class ProfiledResponse {
   /** Set for Fastify's `reply.hijack()`: the app writes the raw response itself. */
   hijacked = false;
 
-  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined) {
+  /** Whose profile this is, for the store; undefined when results are off. */
+  private readonly owner: string | undefined;
+
+  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string) {
     this.cfg = cfg;
+    this.owner = owner;
     this.method = method ?? 'GET';
     const path = toText(pathOf(url), cfg.core.maxNameLength);
     this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
@@ -87,6 +92,7 @@ export class ProfiledResponse {
     try {
       res.setHeader('Cache-Control', 'private, no-store');
       res.removeHeader('ETag');
+      if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(res, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
       if (st === null) return;
       if (!st.crossOrigin && String(res.getHeader('timing-allow-origin') ?? '').trim() === '*') {
@@ -111,6 +117,8 @@ export class ProfiledResponse {
       if (!res.writableFinished) req.aborted = true;
       clearTimeout(this.deadline);
       closeProfile(this.profile);
+      const r = this.cfg.results;
+      if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.toJSON(), this.cfg.core.onInternalError);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }

@@ -1,0 +1,119 @@
+import type { ProfileJSON } from '../profile.js';
+import { escapeHtml, jsonForScript, msText } from './html.js';
+import { summarize, type ProfileSummary } from './store.js';
+import { renderTimeline, rows } from './timeline.js';
+
+/**
+ * Headers of every results response. No script may run and nothing but our own stylesheet may
+ * load; the pages are private to one developer and must never be cached or sniffed.
+ */
+export const PAGE_HEADERS = {
+  'Content-Security-Policy': "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': 'private, no-store',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+} as const;
+
+const DEPTHS = 24;
+
+/** The stylesheet, served from the base path (CSP `style-src 'self'`: no inline style anywhere). */
+export const CSS = `:root{color-scheme:light}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;background:#fff;margin:0;padding:16px 24px}
+a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
+h1{font-size:20px;margin:8px 0 4px;word-break:break-all}h2{font-size:16px;margin:24px 0 8px}
+nav{font-size:13px;color:#57606a}
+.method{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;color:#57606a;margin-right:6px}
+dl.facts{display:flex;flex-wrap:wrap;gap:4px 20px;margin:8px 0}dl.facts div{display:flex;gap:6px}
+dt{color:#57606a}dd{margin:0;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums}
+th,td{text-align:left;padding:3px 10px;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{font-weight:600;color:#57606a;font-size:12px}td.num,th.num{text-align:right}
+td.name{word-break:break-all;max-width:640px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
+.flag{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;background:#eaeef2;margin-right:4px}
+.flag.error,.flag.aborted{background:#ffebe9;color:#a40e26}.flag.duplicates,.flag.duplicate{background:#fff1e5;color:#953800}
+.cat{color:#8250df;margin-right:4px}tr.error td{color:#a40e26}
+.timeline-wrap{overflow-x:auto}svg.timeline{display:block}
+ul.warnings{color:#953800}
+script{display:none}
+${Array.from({ length: DEPTHS }, (_, d) => `td.name.d${d}{padding-left:${10 + d * 14}px}`).join('')}
+`;
+
+function page(title: string, base: string, body: string): string {
+  return (
+    '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1">' +
+    `<title>${escapeHtml(title)}</title>` +
+    `<link rel="stylesheet" href="${base}/miniprof.css">` +
+    `</head><body>${body}</body></html>\n`
+  );
+}
+
+function flags(list: readonly string[]): string {
+  return list.map((f) => `<span class="flag ${f}">${f}</span>`).join('');
+}
+
+/**
+ * `base/`: this developer's recent profiles, newest first. `base` is the validated base path
+ * (only `[A-Za-z0-9/_.~-]`), ids are UUIDs: no user text ever reaches an attribute.
+ */
+export function renderListPage(list: readonly ProfileSummary[], base: string, optIn: 'in' | 'out' | null): string {
+  let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}</nav>`;
+  body += '<h1>Recent profiles</h1>';
+  if (list.length === 0) return page('miniprof: recent profiles', base, body + '<p>No profiles yet. Make a request as a developer, then reload.</p>');
+  body += '<table class="profiles"><thead><tr><th>Time</th><th>Method</th><th>Path</th><th class="num">Status</th><th class="num">Duration</th><th class="num">Steps</th><th class="num">Custom</th><th>Flags</th></tr></thead><tbody>';
+  for (const s of list) {
+    body +=
+      `<tr><td><a href="${base}/${s.id}">${escapeHtml(s.started)}</a></td>` +
+      `<td>${escapeHtml(s.method)}</td><td class="name"><a href="${base}/${s.id}">${escapeHtml(s.path)}</a></td>` +
+      `<td class="num">${s.status ?? ''}</td><td class="num">${escapeHtml(msText(s.durationMs))}</td>` +
+      `<td class="num">${s.steps}</td><td class="num">${s.custom}</td><td>${flags(s.flags)}</td></tr>`;
+  }
+  return page('miniprof: recent profiles', base, body + '</tbody></table>');
+}
+
+/** `base/:id`: facts, the timeline, the tree as a table, warnings, and the JSON as a data block. */
+export function renderProfilePage(p: ProfileJSON, base: string): string {
+  const s = summarize(p, 0);
+  let body = `<nav><a href="${base}/">← recent profiles</a> · <a href="${base}/${p.id}.json">JSON</a></nav>`;
+  body += `<h1><span class="method">${escapeHtml(s.method)}</span>${escapeHtml(s.path)}</h1>`;
+  body += '<dl class="facts">';
+  body += fact('Status', s.status === undefined ? '' : String(s.status));
+  body += fact('Duration', msText(p.durationMs));
+  body += fact('Started', p.started);
+  body += fact('Machine', p.machine);
+  body += fact('Steps', String(s.steps));
+  body += fact('Custom timings', String(s.custom));
+  if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
+  body += `</dl><p>${flags(s.flags)}</p>`;
+  body += `<h2>Timeline</h2><div class="timeline-wrap">${renderTimeline(p)}</div>`;
+  body += `<h2>Tree</h2>${tree(p)}`;
+  if (p.warnings.length > 0) {
+    body += '<h2>Warnings</h2><ul class="warnings">';
+    for (const w of p.warnings) body += `<li>${escapeHtml(w)}</li>`;
+    body += '</ul>';
+  }
+  body += `<script type="application/json" id="miniprof-profile">${jsonForScript(p)}</script>`;
+  return page(`miniprof: ${s.method} ${s.path}`, base, body);
+}
+
+function fact(name: string, value: string): string {
+  return `<div><dt>${name}</dt><dd>${escapeHtml(value)}</dd></div>`;
+}
+
+function tree(p: ProfileJSON): string {
+  let out = '<table class="tree"><thead><tr><th>Step</th><th class="num">Start</th><th class="num">Duration</th></tr></thead><tbody>';
+  for (const r of rows(p)) {
+    const d = Math.min(r.depth, DEPTHS - 1);
+    const cls = `${r.kind}${r.error ? ' error' : ''}`;
+    const marks =
+      (r.error ? '<span class="flag error">error</span>' : '') +
+      (r.duplicate ? '<span class="flag duplicate">duplicate</span>' : '') +
+      (r.unfinished ? '<span class="flag">unfinished</span>' : '');
+    const label =
+      r.kind === 'custom' ? `<code>${escapeHtml(r.label)}</code>` : escapeHtml(r.label);
+    out += `<tr class="${cls}"><td class="name d${d}">${label}${marks}</td><td class="num">${escapeHtml(msText(r.startMs))}</td><td class="num">${escapeHtml(msText(r.durationMs))}</td></tr>`;
+  }
+  return out + '</tbody></table>';
+}

@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import { codedError, describe } from '../errors.js';
+import { checkObject, intOption, invalid } from '../options.js';
+import type { ProfileJSON } from '../profile.js';
+import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
+
+/** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
+export type RedisClientLike =
+  | { call(command: string, ...args: string[]): Promise<unknown> }
+  | { sendCommand(args: string[]): Promise<unknown> };
+
+/** Options of {@link redisStore}. */
+export interface RedisStoreOptions {
+  /** Prefix of every key. Default `'miniprof:'`. */
+  prefix?: string;
+  /** Profiles kept per developer. Default 100. */
+  maxCount?: number;
+  /** TTL of every key, from the last save. Default 30 minutes. */
+  maxAgeMs?: number;
+  /** A larger profile is not saved (the fault is reported). Default 1 MiB. */
+  maxBytes?: number;
+  /** A command that takes longer fails (and is reported) instead of waiting for a reconnect. Default 2000. */
+  timeoutMs?: number;
+}
+
+const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs'];
+
+/**
+ * One atomic save: the profile with a TTL, its summary pushed on the owner's list, the list cut
+ * to `maxCount` (the profiles cut off are deleted with it) and its TTL renewed.
+ * KEYS: profile key, list key. ARGV: profile JSON, summary JSON, ttl ms, max count, key prefix of profiles.
+ */
+const SAVE = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('LPUSH', KEYS[2], ARGV[2])
+local max = tonumber(ARGV[4])
+local gone = redis.call('LRANGE', KEYS[2], max, -1)
+for _, s in ipairs(gone) do
+  local ok, v = pcall(cjson.decode, s)
+  if ok and type(v) == 'table' and type(v.id) == 'string' then redis.call('DEL', ARGV[5] .. v.id) end
+end
+redis.call('LTRIM', KEYS[2], 0, max - 1)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return #gone`;
+
+/**
+ * A store in Redis, so every instance of an app shows every instance's profiles. The app passes
+ * its own connected client, node-redis (`createClient()`) or ioredis (`new Redis()`); miniprof
+ * imports neither. Keys: `<prefix>p:<owner hash>:<id>` (the JSON) and `<prefix>l:<owner hash>`
+ * (the owner's list, newest first, at most `maxCount`), all with a TTL of `maxAgeMs`. Owners are
+ * hashed so no identity appears in a key name.
+ *
+ * Commands are bounded by `timeoutMs`: while Redis is away a save fails fast and goes to
+ * `onInternalError`; the request it belongs to has already been answered.
+ *
+ * @example
+ * import { createClient } from 'redis';
+ * const client = await createClient({ url: process.env.REDIS_URL }).connect();
+ * app.use(miniprof({ results: { store: redisStore(client, { prefix: 'myapp:miniprof:' }) } }));
+ */
+export function redisStore(client: RedisClientLike, options?: RedisStoreOptions): ProfileStore {
+  const send = commandFn(client);
+  const o = checkObject(options, KEYS, 'redisStore');
+  const prefix = o.prefix ?? 'miniprof:';
+  if (typeof prefix !== 'string' || prefix.length > 200) throw invalid('prefix', 'a string of at most 200 characters', prefix);
+  const maxCount = intOption(o, 'maxCount', 100, 1, 100_000);
+  const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
+  const maxBytes = intOption(o, 'maxBytes', 1 << 20, 1024, 512 << 20);
+  const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
+
+  function run(args: string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`miniprof redis store: ${args[0]} took longer than ${timeoutMs} ms`)), timeoutMs);
+      timer.unref();
+      let p: Promise<unknown>;
+      try {
+        p = Promise.resolve(send(args));
+      } catch (err) {
+        p = Promise.reject(err);
+      }
+      p.then(
+        (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  const owned = (owner: string) => createHash('sha256').update(owner).digest('hex').slice(0, 32);
+
+  return {
+    async save(owner, profile) {
+      const json = JSON.stringify(profile);
+      const size = Buffer.byteLength(json);
+      if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
+      if (!UUID.test(profile.id)) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile id must be a UUID, got ${describe(profile.id)}`);
+      const h = owned(owner);
+      const summary = JSON.stringify(summarize(profile, Date.now()));
+      await run(['EVAL', SAVE, '2', `${prefix}p:${h}:${profile.id}`, `${prefix}l:${h}`, json, summary, String(maxAgeMs), String(maxCount), `${prefix}p:${h}:`]);
+    },
+    async get(owner, id) {
+      if (!UUID.test(id)) return undefined;
+      const v = await run(['GET', `${prefix}p:${owned(owner)}:${id}`]);
+      if (v === null || v === undefined) return undefined;
+      return JSON.parse(String(v)) as ProfileJSON;
+    },
+    async list(owner, limit) {
+      if (limit < 1) return [];
+      const v = await run(['LRANGE', `${prefix}l:${owned(owner)}`, '0', String(Math.min(limit, maxCount) - 1)]);
+      if (!Array.isArray(v)) return [];
+      const since = Date.now() - maxAgeMs;
+      const out: ProfileSummary[] = [];
+      for (const s of v) {
+        const row = JSON.parse(String(s)) as ProfileSummary;
+        // The list's TTL is renewed by each save; its older rows may have outlived their profile.
+        if (row.savedAt > since) out.push(row);
+      }
+      return out;
+    },
+  };
+}
+
+function commandFn(client: RedisClientLike): (args: string[]) => unknown {
+  const c = client as { call?: unknown; sendCommand?: unknown } | null;
+  if (c !== null && typeof c === 'object') {
+    // ioredis has both; its sendCommand takes a Command object, so `call` comes first.
+    if (typeof c.call === 'function') {
+      const call = c.call as (command: string, ...args: string[]) => unknown;
+      return (args) => call.apply(client, args as [string, ...string[]]);
+    }
+    if (typeof c.sendCommand === 'function') {
+      const sendCommand = c.sendCommand as (args: string[]) => unknown;
+      return (args) => sendCommand.call(client, args);
+    }
+  }
+  throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `redisStore() takes a node-redis or ioredis client, got ${describe(client)}`);
+}

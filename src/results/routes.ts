@@ -1,0 +1,97 @@
+import { report, type InternalErrorHandler } from '../errors.js';
+import type { HttpConfig } from '../http/config.js';
+import { askDeveloper } from '../http/response.js';
+import type { ProfileJSON } from '../profile.js';
+import type { ResultsConfig } from './config.js';
+import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
+import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
+import { UUID } from './store.js';
+
+/** Who a developer request belongs to: profiles are keyed to `owner`. */
+export interface Developer {
+  owner: string;
+  /** Set when the request was admitted by a valid opt-in cookie. */
+  optIn: OptIn | null;
+}
+
+/** A results response, written by the adapter in its own way. */
+export interface ResultsReply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Decide whether a request is a developer's. A valid opt-in cookie admits it without asking
+ * `isDeveloper`; otherwise `isDeveloper` decides and the peer address is the identity. Without
+ * a secret no cookie is read at all. Calls back synchronously when it can.
+ */
+export function admit<Req>(cfg: HttpConfig<Req>, req: Req, cookie: unknown, then: (dev: Developer | null) => void): void {
+  const secret = cfg.results?.secret ?? null;
+  if (secret !== null && typeof cookie === 'string' && cookie.includes('miniprof=')) {
+    const optIn = readOptIn(secret, cookie, Date.now());
+    if (optIn !== null) return then({ owner: `optin:${optIn.token}`, optIn });
+  }
+  askDeveloper(cfg, req, (yes) => then(yes ? { owner: `peer:${cfg.peer(req) ?? ''}`, optIn: null } : null));
+}
+
+/** One prefix test on the raw URL: the only cost results add to a developer's ordinary request. */
+export function underBase(r: ResultsConfig, url: string | undefined): boolean {
+  if (url === undefined || !url.startsWith(r.basePath)) return false;
+  const c = url.charCodeAt(r.basePath.length);
+  return Number.isNaN(c) || c === 0x2f || c === 0x3f; // end, '/', '?'
+}
+
+function reply(status: number, type: string, body: string, extra?: Record<string, string>): ResultsReply {
+  return {
+    status,
+    headers: { ...PAGE_HEADERS, 'Content-Type': type, 'Content-Length': String(Buffer.byteLength(body)), ...extra },
+    body,
+  };
+}
+
+const HTML = 'text/html; charset=utf-8';
+
+/**
+ * Answer a developer's request under the base path, or return null to hand it to the app (which
+ * then gives its own 404 or 405): every method but GET and HEAD, and every path we do not serve.
+ * Read-only: nothing here takes code, SQL or file paths; ids must be UUIDs.
+ */
+export async function serveResults(
+  r: ResultsConfig,
+  dev: Developer,
+  method: string | undefined,
+  url: string,
+  https: boolean,
+  onInternalError: InternalErrorHandler,
+): Promise<ResultsReply | null> {
+  if (method !== 'GET' && method !== 'HEAD') return null;
+  const q = url.indexOf('?');
+  const rest = (q === -1 ? url : url.slice(0, q)).slice(r.basePath.length);
+  const base = r.basePath;
+  try {
+    if (rest === '' || rest === '/') {
+      const list = await r.store.list(dev.owner, r.listLimit);
+      return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
+    }
+    if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
+    if (r.secret !== null && rest === '/opt-in') {
+      if (dev.optIn !== null) return reply(303, HTML, '', { Location: `${base}/` });
+      const { value } = signOptIn(r.secret, Date.now(), r.optInMaxAgeMs);
+      return reply(303, HTML, '', { Location: `${base}/`, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, https) });
+    }
+    if (r.secret !== null && rest === '/opt-out') {
+      return reply(303, HTML, '', { Location: `${base}/`, 'Set-Cookie': optOutCookie(https) });
+    }
+    const json = rest.endsWith('.json');
+    const id = rest.slice(1, json ? -5 : undefined);
+    if (rest[0] !== '/' || !UUID.test(id)) return null;
+    const p = await r.store.get(dev.owner, id);
+    if (p === undefined) return null;
+    if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
+    return reply(200, HTML, renderProfilePage(p, base));
+  } catch (err) {
+    report(onInternalError, err);
+    return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
+  }
+}

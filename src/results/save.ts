@@ -1,0 +1,25 @@
+import type { ServerResponse } from 'node:http';
+import { report, type InternalErrorHandler } from '../errors.js';
+import type { ProfileJSON } from '../profile.js';
+import type { ProfileStore } from './store.js';
+
+/** Store faults never reach the app: the request that made the profile is already answered. */
+export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSON, onInternalError: InternalErrorHandler): void {
+  let p: Promise<void>;
+  try {
+    p = Promise.resolve(store.save(owner, json));
+  } catch (err) {
+    return report(onInternalError, err);
+  }
+  p.catch((err: unknown) => report(onInternalError, err));
+}
+
+/** `X-Miniprof-Id` and a `Link` to the page, appended to a `Link` the app set. */
+export function linkHeaders(res: ServerResponse, base: string, id: string): void {
+  res.setHeader('X-Miniprof-Id', id);
+  const link = `<${base}/${id}>; rel="related"; title="miniprof"`;
+  const prev = res.getHeader('link');
+  if (prev === undefined) res.setHeader('Link', link);
+  else if (Array.isArray(prev)) res.setHeader('Link', [...prev, link]);
+  else res.setHeader('Link', `${String(prev)}, ${link}`);
+}
