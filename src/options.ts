@@ -20,6 +20,19 @@ export interface CoreOptions {
   now?: WallClock;
   /** Where the profiler's own faults go; it never throws into the app. Default: `util.debuglog('miniprof')`. */
   onInternalError?: (err: unknown) => void;
+  /**
+   * Mask string literals, numbers, ids and URL query values in custom-timing commands, in every
+   * output. Default true; `false` shows commands as given (never in `Server-Timing`, which only
+   * carries category totals).
+   */
+  redact?: boolean;
+  /** A step whose synchronous part runs longer than this many ms is flagged as blocking. Default 20. */
+  blockingMs?: number;
+  /**
+   * Time outgoing calls (fetch/undici, http, ioredis, node-redis, mysql2) through
+   * `diagnostics_channel`. Default true. Subscribing happens once per process.
+   */
+  instrument?: boolean;
 }
 
 /** @internal Options resolved once, at setup. */
@@ -32,6 +45,9 @@ export interface CoreConfig {
   clock: Clock;
   now: WallClock;
   onInternalError: InternalErrorHandler;
+  redact: boolean;
+  blockingMs: number;
+  instrument: boolean;
 }
 
 export const CORE_KEYS = [
@@ -43,6 +59,9 @@ export const CORE_KEYS = [
   'clock',
   'now',
   'onInternalError',
+  'redact',
+  'blockingMs',
+  'instrument',
 ] as const;
 
 export function invalid(name: string, expected: string, got: unknown): TypeError {
@@ -106,5 +125,8 @@ export function resolveCore(o: Record<string, unknown>): CoreConfig {
     clock: fnOption(o, 'clock', monotonic),
     now: fnOption(o, 'now', wall),
     onInternalError: fnOption(o, 'onInternalError', defaultOnInternalError),
+    redact: boolOption(o, 'redact', true),
+    blockingMs: intOption(o, 'blockingMs', 20, 0, 3_600_000),
+    instrument: boolOption(o, 'instrument', true),
   };
 }

@@ -81,7 +81,9 @@ export class Profile {
     this.id = randomUUID();
     this.name = name;
     this.machine = config.machine;
-    this.startedAt = config.now();
+    // A `now` that gives no valid date (NaN, a string, a bigint) would make the seal throw.
+    const started = Number(config.now());
+    this.startedAt = Number.isFinite(started) && Math.abs(started) <= 8.64e15 ? started : Date.now();
     this.request = request;
     this.droppedSteps = 0;
     this.warnings = [];
@@ -89,7 +91,8 @@ export class Profile {
     this.sealedJSON = null;
     this.extraWarnings = 0;
     this.clockFailed = false;
-    this.t0 = config.clock();
+    // Number(): a clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
+    this.t0 = Number(config.clock());
     this.root = new TimingNode(name, null, this, 0);
   }
 
@@ -100,7 +103,7 @@ export class Profile {
    */
   now(): number {
     try {
-      return this.config.clock() - this.t0;
+      return Number(this.config.clock()) - this.t0;
     } catch (err) {
       if (!this.clockFailed) {
         this.clockFailed = true;

@@ -3,7 +3,7 @@ import { report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
 import { Profile } from './profile.js';
-import { CustomNode, F_ERROR, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
 
 /**
  * Time a block of code as a step of the current request's profile.
@@ -117,14 +117,16 @@ function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T):
   try {
     r = als.run(t, fn);
   } catch (err) {
-    t.end(profile, F_ERROR);
+    t.end(profile, F_ERROR | F_SYNC);
     throw err;
   }
   const then = thenOf(r, profile);
   if (then === undefined) {
-    t.end(profile, 0);
+    t.end(profile, F_SYNC);
     return r;
   }
+  // The part before the first await: the event loop was blocked for this long.
+  t.syncMs = profile.now() - t.startMs;
   return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
 }
 

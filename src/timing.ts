@@ -18,6 +18,8 @@ export const NOOP_TIMING: Timing = Object.freeze({ name: '', stop: noop, [Symbol
 export const RUNNING = -1;
 export const F_ERROR = 1;
 export const F_USING = 2;
+/** A callback step whose `fn` returned a plain value: all of it ran synchronously. */
+export const F_SYNC = 4;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -55,6 +57,8 @@ export class TimingNode implements Timing {
   owner: TimingNode | null;
   /** As a scope: the innermost `using` timing opened in it and still running. */
   cur: TimingNode | null;
+  /** For a callback step that returned a thenable: how long `fn` ran before returning; else -1. */
+  syncMs: number;
 
   constructor(name: string, parent: TimingNode | null, profile: Profile, startMs: number) {
     this.name = name;
@@ -68,6 +72,7 @@ export class TimingNode implements Timing {
     this.profile = profile;
     this.owner = null;
     this.cur = null;
+    this.syncMs = RUNNING;
     if (parent !== null) {
       if (parent.children === null) parent.children = [this];
       else parent.children.push(this);

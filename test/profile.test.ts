@@ -67,6 +67,8 @@ describe('toJSON: the v1 shape', () => {
             durationMs: 3.4,
             children: [],
             custom: [{ category: 'sql', command: 'select * from users where id = ?', startMs: 1.3, durationMs: 3.1 }],
+            // The timing's async fn moved the clock before its first await.
+            syncMs: 3.2,
           },
           {
             name: 'render',
@@ -77,6 +79,8 @@ describe('toJSON: the v1 shape', () => {
           },
         ],
       },
+      customSummary: [{ category: 'sql', count: 1, durationMs: 3.1, duplicate: 0, similar: 0 }],
+      similar: [],
     });
     // Sealed: the same object every time, and JSON-serialisable as is.
     expect(profile.toJSON()).toBe(profile.toJSON());
@@ -155,6 +159,8 @@ describe('toJSON: the v1 shape', () => {
           custom: [{ category: 'sql', command: 'hangs', startMs: 2, durationMs: 8, unfinished: true }],
         },
       ],
+      // Both children were open at once: (9 + 9) / 10.
+      parallelism: 1.8,
     });
   });
 
@@ -183,6 +189,33 @@ describe('toJSON: the v1 shape', () => {
     expect(json.root.children.map((t) => t.durationMs)).toEqual([0, 0]);
     expect(json.root.custom!.map((t) => t.durationMs)).toEqual([0]);
     for (const t of json.root.children) expect(Number.isFinite(t.startMs)).toBe(true);
+  });
+
+  test('C11: a bigint clock (process.hrtime.bigint) and a `now` that is no date never throw', async () => {
+    let t = 10n;
+    const { result, profile } = await withProfile(
+      'job',
+      async () => {
+        t += 2_000n;
+        await step('s', async () => {
+          t += 3n;
+        });
+        return step('sync', () => 'ok');
+      },
+      { clock: () => t as unknown as number, now: () => Number.NaN, machine: 'm' },
+    );
+    expect(result).toBe('ok');
+    const json = profile.toJSON();
+    expect(json.root.children.map((c) => [c.name, c.startMs, c.durationMs])).toEqual([
+      ['s', 2000, 3],
+      ['sync', 2003, 0],
+    ]);
+    expect(Number.isNaN(Date.parse(json.started))).toBe(false);
+    for (const bad of ['yesterday', [], {}, 1e20, -Infinity, 10n]) {
+      const r = await withProfile('job', () => step('s', () => 1), { now: () => bad as unknown as number });
+      expect(r.result).toBe(1);
+      expect(r.profile.toJSON().started).toMatch(/^\d{4}-\d\d-\d\dT/);
+    }
   });
 
   test('warnings are bounded: 20 kept, the rest counted in one last line', async () => {

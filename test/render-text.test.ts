@@ -80,6 +80,7 @@ describe('exact output', () => {
     '> render "café" ☕ = 5.4ms (error)',
     '>> header = 0.4ms',
     '> pending = 366.9ms (unfinished)',
+    'sql 1 x 3.1ms',
     '! 2 more steps were not recorded (maxSteps or maxDepth)',
     '',
   ].join('\n');

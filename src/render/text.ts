@@ -1,4 +1,4 @@
-import type { TimingJSON } from '../profile.js';
+import type { ProfileJSON, TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
 import { ms1 } from './format.js';
@@ -29,6 +29,8 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
     out += `Path: ${escapeText(p.request.method, ascii)} ${escapeText(p.request.path, ascii)}\n`;
   }
   out += lines(p.root, 0, ascii);
+  out += summary(p, ascii);
+  if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
   for (const w of p.warnings) out += `! ${escapeText(w, ascii)}\n`;
   return out;
@@ -39,16 +41,42 @@ function lines(t: TimingJSON, depth: number, ascii: boolean): string {
   let out = `${marks} ${escapeText(t.name, ascii)} = ${ms1(t.durationMs)}ms`;
   if (t.error === true) out += ' (error)';
   if (t.unfinished === true) out += ' (unfinished)';
+  if (t.blocking === true) out += ` (blocking: ${ms1(t.syncMs ?? t.durationMs)}ms sync)`;
+  if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
   out += '\n';
   if (t.custom !== undefined) {
     for (const c of t.custom) {
       out += `${marks}> [${escapeText(c.category, ascii)}] ${escapeText(c.command, ascii)} = ${ms1(c.durationMs)}ms`;
       if (c.error === true) out += ' (error)';
       if (c.unfinished === true) out += ' (unfinished)';
+      if (c.duplicate === true) out += ' (duplicate)';
+      if (c.similar !== undefined) out += ` (similar #${c.similar})`;
       out += '\n';
     }
   }
   for (const c of t.children) out += lines(c, depth + 1, ascii);
+  return out;
+}
+
+/**
+ * One line per category (`sql 12 x 48.3ms, 10 similar, 2 duplicate`), then one per group of
+ * similar commands with its masked shape: the N+1 pattern, named.
+ */
+function summary(p: ProfileJSON, ascii: boolean): string {
+  let out = '';
+  if (p.customSummary !== undefined) {
+    for (const s of p.customSummary) {
+      out += `${escapeText(s.category, ascii)} ${s.count} x ${ms1(s.durationMs)}ms`;
+      if (s.similar > 0) out += `, ${s.similar} similar`;
+      if (s.duplicate > 0) out += `, ${s.duplicate} duplicate`;
+      out += '\n';
+    }
+  }
+  if (p.similar !== undefined) {
+    for (const g of p.similar) {
+      out += `#${g.id} ${escapeText(g.category, ascii)} ${g.count} x ${ms1(g.durationMs)}ms similar: ${escapeText(g.command, ascii)}\n`;
+    }
+  }
   return out;
 }
 

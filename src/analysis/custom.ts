@@ -1,0 +1,108 @@
+import type { CustomTimingJSON, TimingJSON } from '../profile.js';
+import { normalize, redact } from './normalize.js';
+
+/** Per category, in the profile's JSON: how many custom timings, how long, how repetitive. */
+export interface CategorySummaryJSON {
+  category: string;
+  count: number;
+  durationMs: number;
+  /** Timings whose exact command (with its values) ran more than once. */
+  duplicate: number;
+  /** Timings in a group of similar commands (same shape once values are masked). */
+  similar: number;
+}
+
+/** A group of similar commands (the N+1 pattern): `id` is what each member's `similar` says. */
+export interface SimilarGroupJSON {
+  id: number;
+  category: string;
+  /** The shared shape, values masked whatever `redact` says. */
+  command: string;
+  count: number;
+  durationMs: number;
+}
+
+export interface CustomAnalysis {
+  customSummary: CategorySummaryJSON[];
+  similar: SimilarGroupJSON[];
+}
+
+interface Group {
+  count: number;
+  durationMs: number;
+  id: number;
+  category: string;
+  shape: string;
+}
+
+/** Microsecond precision, as everywhere in the JSON. */
+function us(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+/**
+ * Run once per snapshot (at seal, not per call): mark duplicates and similar groups on the JSON's
+ * custom timings, which still carry their raw commands, then mask the commands unless `redact`
+ * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
+ */
+export function analyseCustom(root: TimingJSON, redactCommands: boolean): CustomAnalysis | undefined {
+  const all: CustomTimingJSON[] = [];
+  const stack: TimingJSON[] = [root];
+  while (stack.length > 0) {
+    const t = stack.pop()!;
+    if (t.custom !== undefined) for (const c of t.custom) all.push(c);
+    for (let i = t.children.length - 1; i >= 0; i--) stack.push(t.children[i]!);
+  }
+  if (all.length === 0) return undefined;
+
+  const exact = new Map<string, number>();
+  const shapes = new Map<string, string>();
+  const groups = new Map<string, Group>();
+  const keys: string[] = [];
+  for (const c of all) {
+    const key = `${c.category}\0${c.command}`;
+    exact.set(key, (exact.get(key) ?? 0) + 1);
+    let shape = shapes.get(c.command);
+    if (shape === undefined) shapes.set(c.command, (shape = normalize(c.command)));
+    const gkey = `${c.category}\0${shape}`;
+    keys.push(gkey);
+    const g = groups.get(gkey);
+    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, shape });
+    else {
+      g.count++;
+      g.durationMs += c.durationMs;
+    }
+  }
+
+  const masked = new Map<string, string>();
+  const similar: SimilarGroupJSON[] = [];
+  const cats = new Map<string, CategorySummaryJSON>();
+  for (let i = 0; i < all.length; i++) {
+    const c = all[i]!;
+    let cat = cats.get(c.category);
+    if (cat === undefined) cats.set(c.category, (cat = { category: c.category, count: 0, durationMs: 0, duplicate: 0, similar: 0 }));
+    cat.count++;
+    cat.durationMs += c.durationMs;
+    if (exact.get(`${c.category}\0${c.command}`)! > 1) {
+      c.duplicate = true;
+      cat.duplicate++;
+    }
+    const g = groups.get(keys[i]!)!;
+    if (g.count > 1) {
+      if (g.id === 0) {
+        g.id = similar.length + 1;
+        similar.push({ id: g.id, category: g.category, command: g.shape, count: g.count, durationMs: us(g.durationMs) });
+      }
+      c.similar = g.id;
+      cat.similar++;
+    }
+    if (redactCommands) {
+      let m = masked.get(c.command);
+      if (m === undefined) masked.set(c.command, (m = redact(c.command)));
+      c.command = m;
+    }
+  }
+  const customSummary = [...cats.values()];
+  for (const s of customSummary) s.durationMs = us(s.durationMs);
+  return { customSummary, similar };
+}

@@ -1,0 +1,57 @@
+/**
+ * Literal values in command text (SQL, URLs, Redis keys), found in one left-to-right scan so a
+ * quote inside a URL or a number inside a string is never read twice:
+ *
+ * 1. a single-quoted string, with `''` and backslash escapes (MySQL's, which mysql2 uses when it
+ *    interpolates values), running to the end of the text if it is unterminated (cut at
+ *    `maxCommandLength`): masked;
+ * 2. a double-quoted name (an identifier in standard SQL): kept;
+ * 3. a URL's scheme and host: kept, but any `user:password@` is masked;
+ * 4. a query parameter's value (`?key=value`, `&key=value`): masked, the key kept;
+ * 5. a UUID, or a run of 16+ hex digits with a digit in it (an object id): masked;
+ * 6. a number that is not part of a name (`42`, `3.5`, `0x1f`; not `t1`, `$1`, `a.5`): masked.
+ */
+const LITERAL =
+  /'(?:[^'\\]|\\[\s\S]|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S])*")|(\b[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
+
+const MASK = '?';
+
+function mask(m: string, quoted?: string, scheme?: string, host?: string, key?: string): string {
+  if (quoted !== undefined) return quoted;
+  if (scheme !== undefined) return m.includes('@') ? `${scheme}${MASK}@${host}` : m;
+  if (key !== undefined) return key + MASK;
+  return MASK;
+}
+
+/**
+ * The command with its literal values masked as `?`: string literals, numbers, URL query values
+ * and credentials, ids. The shape stays readable (`select * from users where id = ?`). This is
+ * what every output shows unless the app opts out with `redact: false`.
+ *
+ * Not masked: double-quoted text (SQL identifiers), and names with digits in them (`t1`, `$1`).
+ * In a PostgreSQL-style string a backslash right before a quote is read as an escape, which can
+ * leave the rest of that literal unmasked; interpolating values into SQL text is what mysql2
+ * does (with backslash escapes), while pg sends them as separate parameters.
+ *
+ * @example
+ * redact("select * from t where name = 'bob' and id = 42") // "select * from t where name = ? and id = ?"
+ */
+export function redact(command: string): string {
+  return command.replace(LITERAL, mask);
+}
+
+const LIST = /\(\s*(?:\?|\$\d+)(?:\s*,\s*(?:\?|\$\d+))*\s*\)/g;
+const VALUES_ROWS = /(\(\.\.\.\))(?:\s*,\s*\(\.\.\.\))+/g;
+const SPACE = /\s+/g;
+
+/**
+ * The shape two commands must share to be "similar" (the N+1 pattern): {@link redact}, then
+ * every parenthesised list of values or placeholders becomes `(...)` (so `IN (1, 2)` and
+ * `IN (1, 2, 3)` match, and so do multi-row `VALUES`), and runs of whitespace become one space.
+ *
+ * @example
+ * normalize("select * from t where id in (1, 2, 3)") // "select * from t where id in (...)"
+ */
+export function normalize(command: string): string {
+  return redact(command).replace(LIST, '(...)').replace(VALUES_ROWS, '$1').replace(SPACE, ' ').trim();
+}
