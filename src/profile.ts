@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { CustomNode, F_ERROR, RUNNING, TimingNode } from './timing.js';
+import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
+import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
 
 /** One custom timing in the v1 JSON. */
 export interface CustomTimingJSON {
@@ -11,6 +12,10 @@ export interface CustomTimingJSON {
   durationMs: number;
   error?: true;
   unfinished?: true;
+  /** The same category and command, values included, ran more than once in this profile. */
+  duplicate?: true;
+  /** The id of this command's group of similar commands (`ProfileJSON.similar`), if it has one. */
+  similar?: number;
 }
 
 /** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
@@ -22,6 +27,15 @@ export interface TimingJSON {
   custom?: CustomTimingJSON[];
   error?: true;
   unfinished?: true;
+  /** For a callback step that returned a promise: how long `fn` ran before it returned. */
+  syncMs?: number;
+  /** Its synchronous part (`syncMs`, or the whole of a synchronous step) exceeded `blockingMs`. */
+  blocking?: true;
+  /**
+   * When two or more children overlapped in time: the sum of their durations over this step's
+   * (≈N when N ran in parallel, ≈1 when they really took turns).
+   */
+  parallelism?: number;
 }
 
 /** What an HTTP adapter knows about the request; the path never has a query string. */
@@ -44,6 +58,15 @@ export interface ProfileJSON {
   warnings: string[];
   request?: RequestInfo;
   root: TimingJSON;
+  /** Custom timings per category, present when there are any. */
+  customSummary?: CategorySummaryJSON[];
+  /** Groups of similar custom timings (N+1), present when there are custom timings. */
+  similar?: SimilarGroupJSON[];
+  /**
+   * The largest event-loop delay seen while the profile was open, when it exceeded `blockingMs`
+   * (measured against real time, so only with the default clock).
+   */
+  eventLoopDelayMs?: number;
 }
 
 const MAX_WARNINGS = 20;
@@ -74,6 +97,8 @@ export class Profile {
   private sealedJSON: ProfileJSON | null;
   private extraWarnings: number;
   private clockFailed: boolean;
+  /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
+  loopDelayMs: number;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -88,6 +113,7 @@ export class Profile {
     this.droppedSteps = 0;
     this.warnings = [];
     this.count = 0;
+    this.loopDelayMs = 0;
     this.sealedJSON = null;
     this.extraWarnings = 0;
     this.clockFailed = false;
@@ -161,7 +187,8 @@ export class Profile {
     const now = this.now();
     const warnings = this.warnings.slice();
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
-    const root = nodeJSON(this.root, now);
+    const root = nodeJSON(this.root, now, this.config.blockingMs);
+    const custom = analyseCustom(root, this.config.redact);
     const json: ProfileJSON = {
       v: 1,
       id: this.id,
@@ -173,24 +200,47 @@ export class Profile {
       warnings,
       ...(this.request === undefined ? undefined : { request: { ...this.request } }),
       root,
+      ...custom,
+      ...(this.loopDelayMs > this.config.blockingMs ? { eventLoopDelayMs: Math.round(this.loopDelayMs * 10) / 10 } : undefined),
     };
     return json;
   }
 }
 
-function nodeJSON(node: TimingNode, now: number): TimingJSON {
+function nodeJSON(node: TimingNode, now: number, blockingMs: number): TimingJSON {
   const running = node.durationMs === RUNNING;
   const d = running ? now - node.startMs : node.durationMs;
   const out: TimingJSON = {
     name: node.name,
     startMs: us(node.startMs),
     durationMs: us(d > 0 ? d : 0),
-    children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now)),
+    children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now, blockingMs)),
   };
   if (node.custom !== null) out.custom = node.custom.map((c) => customJSON(c, now));
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
+  if (node.syncMs > 0) out.syncMs = us(node.syncMs);
+  // A synchronous callback step blocked the loop for all of its duration.
+  const sync = (node.flags & F_SYNC) !== 0 ? node.durationMs : node.syncMs;
+  if (sync > blockingMs) out.blocking = true;
+  if (out.children.length > 1 && out.durationMs > 0) parallelism(out);
   return out;
+}
+
+/**
+ * Only where children overlapped in time (concurrency was attempted): the sum of their durations
+ * over the parent's. Sequential children would always give <= 1 and say nothing new.
+ */
+function parallelism(t: TimingJSON): void {
+  let sum = 0;
+  let end = -Infinity;
+  let overlapped = false;
+  for (const c of t.children) {
+    sum += c.durationMs;
+    if (c.startMs < end) overlapped = true;
+    if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;
+  }
+  if (overlapped) t.parallelism = Math.round((sum / t.durationMs) * 100) / 100;
 }
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
