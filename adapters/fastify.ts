@@ -76,7 +76,14 @@ function answer(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply:
 }
 
 const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify, options, done) => {
-  const cfg = resolveHttp<FastifyRequest>(options, 'miniprof/fastify', (req) => req.raw.socket?.remoteAddress, FASTIFY_KEYS);
+  let cfg: HttpConfig<FastifyRequest>;
+  try {
+    cfg = resolveHttp<FastifyRequest>(options, 'miniprof/fastify', (req) => req.raw.socket?.remoteAddress, FASTIFY_KEYS);
+  } catch (err) {
+    // A callback plugin that throws is not failed by avvio: the error escapes as an uncaught
+    // exception and `ready()` waits for pluginTimeout. `done(err)` rejects register/ready with it.
+    return done(err as Error);
+  }
   if (cfg.isDeveloper === null) return done();
   fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
     admit(cfg, request, request.headers.cookie, (dev) => {
