@@ -15,6 +15,7 @@ import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { openProfiles } from '../src/context.js';
 import type { MiniprofOptions } from '../src/http/config.js';
 import { step } from '../src/index.js';
+import type { ProfileStore } from '../src/results/store.js';
 import { sleep } from './helpers/clock.js';
 import { closeServers, raw, serve, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
@@ -118,6 +119,25 @@ const FAULTS: Fault[] = [
     },
   },
   {
+    title: 'C11: the store throws on save',
+    options: () => ({
+      ...developer,
+      results: {
+        store: failingStore(() => {
+          throw new Error('store fault');
+        }),
+      },
+    }),
+    expect: 'profiled',
+    reports: 1,
+  },
+  {
+    title: 'C11: the store rejects on save',
+    options: () => ({ ...developer, results: { store: failingStore(() => Promise.reject(new Error('store fault'))) } }),
+    expect: 'profiled',
+    reports: 1,
+  },
+  {
     title: 'C11: a step name whose toString throws is recorded as a placeholder, not a fault',
     options: () => developer,
     stepName: {
@@ -130,6 +150,11 @@ const FAULTS: Fault[] = [
     check: (r) => expect(r.payload.toString()).toContain('> [unprintable] = '),
   },
 ];
+
+/** A results store whose save fails; reading works (and finds nothing). */
+function failingStore(save: () => Promise<void>): ProfileStore {
+  return { save, get: async () => undefined, list: async () => [] };
+}
 
 async function work(ctx: Ctx, fault: Fault): Promise<void> {
   await step((fault.stepName ?? 'load') as string, async () => {
