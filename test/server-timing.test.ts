@@ -335,6 +335,20 @@ describe('B5: maxBytes', () => {
     );
   });
 
+  test('B5: a maxBytes that is not a number is a coded error, never a silently uncapped header', () => {
+    const json = profileJSON(Array.from({ length: 500 }, (_, i) => leaf(`s${i}`)));
+    for (const [bad, says] of [
+      [NaN, 'got NaN (number)'],
+      ['2048', 'got "2048" (string)'],
+      [{}, 'got an object'],
+    ] as const) {
+      expect(() => renderServerTiming(json, { maxBytes: bad as unknown as number })).toThrow(
+        expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_ARGUMENT', message: expect.stringContaining(says) }),
+      );
+    }
+    expect(() => renderServerTiming({} as ProfileJSON)).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' }));
+  });
+
   test('maxBytes below the minimum is raised to it', () => {
     const json = profileJSON(Array.from({ length: 50 }, (_, i) => leaf(`s${i}`)));
     const v = renderServerTiming(json, { maxBytes: 1 });

@@ -1,3 +1,4 @@
+import { codedError, describe } from '../errors.js';
 import type { TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { ms1 } from './format.js';
@@ -25,7 +26,12 @@ const MAX_DESC = 96;
  */
 export function renderServerTiming(profile: Renderable, options: ServerTimingOptions = {}): string {
   const p = dataOf(profile, 'renderServerTiming');
-  const max = Math.max(MIN_MAX_BYTES, options.maxBytes ?? DEFAULT_MAX_BYTES);
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  // NaN or a string compares false with every length, which would silently drop the cap (B5).
+  if (typeof maxBytes !== 'number' || Number.isNaN(maxBytes)) {
+    throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
+  }
+  const max = Math.max(MIN_MAX_BYTES, maxBytes);
   const metrics: string[] = [];
   for (const c of p.root.children) metrics.push(metric(c.name, c.durationMs, c.name));
   const cats = new Map<string, { sum: number; count: number }>();
