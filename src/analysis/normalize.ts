@@ -2,17 +2,18 @@
  * Literal values in command text (SQL, URLs, Redis keys), found in one left-to-right scan so a
  * quote inside a URL or a number inside a string is never read twice:
  *
- * 1. a single-quoted string, with `''` and backslash escapes (MySQL's, which mysql2 uses when it
+ * 1. a single-quoted string (also `E'…'`, `N'…'`, `X'…'`, `B'…'`), with `''` and backslash escapes (MySQL's, which mysql2 uses when it
  *    interpolates values), running to the end of the text if it is unterminated (cut at
  *    `maxCommandLength`): masked;
  * 2. a double-quoted name (an identifier in standard SQL): kept;
  * 3. a URL's scheme and host: kept, but any `user:password@` is masked;
  * 4. a query parameter's value (`?key=value`, `&key=value`): masked, the key kept;
  * 5. a UUID, or a run of 16+ hex digits with a digit in it (an object id): masked;
- * 6. a number that is not part of a name (`42`, `3.5`, `0x1f`; not `t1`, `$1`, `a.5`): masked.
+ * 6. a number that is not part of a name (`42`, `-3.5`, `0x1f`; not `t1`, `$1`, `a.5`), with its
+ *    sign unless that is an operator (`a-1`, `(x)-1`): masked.
  */
 const LITERAL =
-  /'(?:[^'\\]|\\[\s\S]|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S])*")|(\b[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
+  /(?:(?<![\w$])[enbx])?'(?:[^'\\]|\\[\s\S]|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S])*")|(\b[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.)\]])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
 
 const MASK = '?';
 

@@ -1,0 +1,171 @@
+import { describe, expect, test, vi } from 'vitest';
+import { renderServerTiming, renderText, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
+import { fakeClock, fixed, type FakeClock } from './helpers/clock.js';
+
+// Count calls into the normaliser, to prove the grouping runs at seal and not per timing().
+const calls = vi.hoisted(() => ({ normalize: 0, redact: 0 }));
+vi.mock('../src/analysis/normalize.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../src/analysis/normalize.js')>();
+  return {
+    normalize: (s: string) => {
+      calls.normalize++;
+      return real.normalize(s);
+    },
+    redact: (s: string) => {
+      calls.redact++;
+      return real.redact(s);
+    },
+  };
+});
+
+/** The N+1 page: one query for the posts, then one per author (two of them the same author). */
+async function nPlusOne(c: FakeClock, extra = {}) {
+  return withProfile(
+    'GET /posts',
+    async () => {
+      await step('load posts', async () => {
+        c.t = 1;
+        await timing('sql', "select * from posts where status = 'published' limit 10", async () => {
+          c.t = 3;
+        });
+        for (const [i, id] of [7, 8, 7].entries()) {
+          await timing('sql', `select * from users where id = ${id}`, async () => {
+            c.t = 4 + i * 2;
+          });
+          c.t = 5 + i * 2;
+        }
+      });
+      await timing('http', 'GET http://127.0.0.1:9000/avatars?ids=7,8&key=s3cret', async () => {
+        c.t = 12.5;
+      });
+      c.t = 13;
+    },
+    fixed(c, extra),
+  );
+}
+
+describe('duplicates and similar commands', () => {
+  test('exact JSON: duplicates flagged, similar grouped, per-category summary, commands redacted', async () => {
+    const { profile } = await nPlusOne(fakeClock());
+    const json = profile.toJSON();
+    const load = json.root.children[0]!;
+    expect(load.custom).toEqual([
+      { category: 'sql', command: 'select * from posts where status = ? limit ?', startMs: 1, durationMs: 2 },
+      { category: 'sql', command: 'select * from users where id = ?', startMs: 3, durationMs: 1, duplicate: true, similar: 1 },
+      { category: 'sql', command: 'select * from users where id = ?', startMs: 5, durationMs: 1, similar: 1 },
+      { category: 'sql', command: 'select * from users where id = ?', startMs: 7, durationMs: 1, duplicate: true, similar: 1 },
+    ]);
+    expect(json.root.custom).toEqual([
+      { category: 'http', command: 'GET http://127.0.0.1:9000/avatars?ids=?&key=?', startMs: 9, durationMs: 3.5 },
+    ]);
+    expect(json.customSummary).toEqual([
+      { category: 'http', count: 1, durationMs: 3.5, duplicate: 0, similar: 0 },
+      { category: 'sql', count: 4, durationMs: 5, duplicate: 2, similar: 3 },
+    ]);
+    expect(json.similar).toEqual([{ id: 1, category: 'sql', command: 'select * from users where id = ?', count: 3, durationMs: 3 }]);
+  });
+
+  test('text: each custom timing on its step, then a summary line per category and per similar group', async () => {
+    const { profile } = await nPlusOne(fakeClock());
+    expect(renderText(profile)).toBe(
+      [
+        'web-1 at 2026-11-29T12:00:00.000Z',
+        ' GET /posts = 13.0ms',
+        '> [http] GET http://127.0.0.1:9000/avatars?ids=?&key=? = 3.5ms',
+        '> load posts = 9.0ms',
+        '>> [sql] select * from posts where status = ? limit ? = 2.0ms',
+        '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
+        '>> [sql] select * from users where id = ? = 1.0ms (similar #1)',
+        '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
+        'http 1 x 3.5ms',
+        'sql 4 x 5.0ms, 3 similar, 2 duplicate',
+        '#1 sql 3 x 3.0ms similar: select * from users where id = ?',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test('Server-Timing: one metric per category, with the count and never a command', async () => {
+    const { profile } = await nPlusOne(fakeClock(), { redact: false });
+    expect(renderServerTiming(profile)).toBe(
+      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1)", sql;dur=5.0;desc="sql (4)", total;dur=13.0',
+    );
+  });
+
+  test('redact: false shows commands as given; duplicates then depend on the values', async () => {
+    const { profile } = await nPlusOne(fakeClock(), { redact: false });
+    const json: ProfileJSON = profile.toJSON();
+    expect(json.root.children[0]!.custom!.map((c) => c.command)).toEqual([
+      "select * from posts where status = 'published' limit 10",
+      'select * from users where id = 7',
+      'select * from users where id = 8',
+      'select * from users where id = 7',
+    ]);
+    expect(json.root.custom![0]!.command).toBe('GET http://127.0.0.1:9000/avatars?ids=7,8&key=s3cret');
+    // The group's shape is always masked: it is what the members share, not any one of them.
+    expect(json.similar![0]!.command).toBe('select * from users where id = ?');
+  });
+
+  test('the same command in another category is neither a duplicate nor similar', async () => {
+    const { profile } = await withProfile('job', () => {
+      timing('sql', 'GET k', () => 0);
+      timing('redis', 'GET k', () => 0);
+    });
+    const json = profile.toJSON();
+    expect(json.root.custom!.map((c) => [c.duplicate, c.similar])).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
+    expect(json.similar).toEqual([]);
+  });
+
+  test('a profile without custom timings has no summary fields (the v1 JSON is unchanged)', async () => {
+    const { profile } = await withProfile('job', () => step('s', () => 0));
+    expect(Object.keys(profile.toJSON())).not.toContain('customSummary');
+    expect(Object.keys(profile.toJSON())).not.toContain('similar');
+  });
+
+  test('the grouping runs once, at seal: timing() itself never normalises', async () => {
+    calls.normalize = 0;
+    calls.redact = 0;
+    let during = -1;
+    const { profile } = await withProfile('job', () => {
+      for (let i = 0; i < 500; i++) timing('sql', `select * from t where id = ${i % 5}`, () => 0);
+      during = calls.normalize + calls.redact;
+    });
+    expect(during).toBe(0);
+    // Once per distinct command, for grouping and for masking.
+    expect(calls.normalize).toBe(5);
+    expect(calls.redact).toBe(5);
+    profile.toJSON();
+    renderText(profile);
+    expect(calls.normalize).toBe(5);
+  });
+});
+
+describe('off path and options', () => {
+  test('outside a profile timing() is fn(): same value, same error, no clock read', async () => {
+    const c = fakeClock();
+    const err = new Error('x');
+    expect(timing('sql', 'select 1', () => 42)).toBe(42);
+    const p = Promise.resolve(1);
+    expect(timing('sql', 'select 1', () => p)).toBe(p);
+    expect(() =>
+      timing('sql', 'select 1', () => {
+        throw err;
+      }),
+    ).toThrow(err);
+    expect(c.calls).toBe(0);
+  });
+
+  test('redact and blockingMs are validated at setup with a coded error', async () => {
+    await expect(withProfile('job', () => 0, { redact: 'no' as never })).rejects.toMatchObject({
+      code: 'MINIPROF_ERR_INVALID_OPTION',
+      message: expect.stringContaining('redact'),
+    });
+    await expect(withProfile('job', () => 0, { blockingMs: -1 })).rejects.toMatchObject({
+      code: 'MINIPROF_ERR_INVALID_OPTION',
+      message: expect.stringContaining('blockingMs'),
+    });
+  });
+});
