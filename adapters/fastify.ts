@@ -1,4 +1,5 @@
-import type { ServerResponse } from 'node:http';
+import { AsyncResource } from 'node:async_hooks';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import onHeaders from 'on-headers';
@@ -35,7 +36,18 @@ function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply
     report(cfg.core.onInternalError, err);
     return next();
   }
-  runInProfile(state.profile, next);
+  runInProfile(state.profile, enter, request.raw, next);
+}
+
+/**
+ * Runs inside the profile. Fastify calls `parseAs: 'string' | 'buffer'` content-type parsers from
+ * the body stream's 'end' event, and Node runs a stream's events in the socket's context, not the
+ * request's (nodejs/node#41285): steps in such a parser were lost. The request stream's events
+ * are re-entered in the profile, as on-finished does for its listeners.
+ */
+function enter(req: IncomingMessage, next: HookHandlerDoneFunction): void {
+  req.emit = AsyncResource.bind(req.emit, 'miniprof', req);
+  next();
 }
 
 function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, owner: string): ProfiledResponse {
