@@ -991,3 +991,327 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
     expect(reported).toEqual([]);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+describe('async context (D1, D2, D5)', () => {
+  it('D2: slow chunked POSTs > 64 KiB (JSON, a parseAs string parser, a streaming parser, a preParsing stream): steps from preParsing to onSend land in the request\'s own profile', async () => {
+    const profiles = new Map<string, Profile>();
+    const sameEverywhere = new Map<string, Set<Profile | undefined>>();
+    const idOf = (req: FastifyRequest) => String(req.headers['x-id']);
+    const mark = (req: FastifyRequest, what: string) => {
+      const id = idOf(req);
+      sameEverywhere.set(id, (sameEverywhere.get(id) ?? new Set()).add(currentProfile()));
+      step(`${id}:${what}`, () => 1);
+    };
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.addHook('preParsing', async (req, _reply, payload) => {
+        await sleep(1);
+        mark(req, 'preParsing');
+        // A hook may hand on a stream of its own: the parser then reads that one.
+        return req.headers['x-wrap'] === '1' ? payload.pipe(new PassThrough()) : payload;
+      });
+      a.addContentTypeParser('application/x-lines', { parseAs: 'string', bodyLimit: 1 << 20 }, (req, body, done) => {
+        mark(req, 'parse');
+        done(null, String(body).split('\n'));
+      });
+      a.addContentTypeParser('application/x-count', { bodyLimit: 1 << 20 }, async (req: FastifyRequest, payload: NodeJS.ReadableStream) => {
+        let n = 0;
+        for await (const chunk of payload) {
+          n += (chunk as Buffer).length;
+          mark(req, 'chunk');
+        }
+        return { n };
+      });
+      a.addHook('preValidation', async (req) => mark(req, 'preValidation'));
+      a.addHook('preHandler', (req, _reply, done) => {
+        mark(req, 'preHandler');
+        done();
+      });
+      a.addHook('onSend', async (req, _reply, payload) => {
+        await sleep(1);
+        mark(req, 'onSend');
+        return payload;
+      });
+      a.post('/upload', { bodyLimit: 1 << 20 }, async (req) => {
+        await sleep(1);
+        mark(req, 'handler');
+        profiles.set(idOf(req), currentProfile()!);
+        const body = req.body as unknown;
+        const size = Array.isArray(body) ? body.join('\n').length : (body as { n?: number; items?: string[] }).n ?? Buffer.byteLength(JSON.stringify(body));
+        return { id: idOf(req), size };
+      });
+    });
+    const port = await listen(app);
+    const slowPost = (id: string, type: string, body: Buffer, extra = '') =>
+      new Promise<Parsed>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        const s = net.connect(port, '127.0.0.1', async () => {
+          s.write(`POST /upload HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: ${type}\r\nTransfer-Encoding: chunked\r\nX-Id: ${id}\r\n${extra}\r\n`);
+          for (let at = 0; at < body.length; at += 8192) {
+            const part = body.subarray(at, at + 8192);
+            s.write(`${part.length.toString(16)}\r\n`);
+            s.write(part);
+            s.write('\r\n');
+            await sleep(2);
+          }
+          s.write('0\r\n\r\n');
+        });
+        s.on('data', (c: Buffer) => chunks.push(c));
+        s.on('error', reject);
+        s.on('close', () => resolve(parse(Buffer.concat(chunks))));
+      });
+    const json = Buffer.from(JSON.stringify({ items: Array.from({ length: 6000 }, (_, i) => `item ${i} é`) }));
+    const lines = Buffer.from(Array.from({ length: 9000 }, (_, i) => `line ${i}`).join('\n'));
+    const counted = Buffer.alloc(70_000, 'x');
+    expect(Math.min(json.length, lines.length, counted.length)).toBeGreaterThan(64 * 1024);
+    const [rj, rl, rc, rw] = await Promise.all([
+      slowPost('J', 'application/json', json),
+      slowPost('L', 'application/x-lines', lines),
+      slowPost('C', 'application/x-count', counted),
+      slowPost('W', 'application/x-lines', lines, 'X-Wrap: 1\r\n'),
+    ]);
+    expect(JSON.parse(rw.body.toString())).toEqual({ id: 'W', size: lines.length });
+    expect(JSON.parse(rj.body.toString())).toEqual({ id: 'J', size: json.length });
+    expect(JSON.parse(rl.body.toString())).toEqual({ id: 'L', size: lines.length });
+    expect(JSON.parse(rc.body.toString())).toEqual({ id: 'C', size: counted.length });
+    await until(() => [...profiles.values()].every((p) => p.sealed) && profiles.size === 4, 'four sealed profiles');
+    const flow = ['preValidation', 'preHandler', 'handler', 'onSend'];
+    const got = (id: string) => names(profiles.get(id)!.toJSON().root);
+    expect(got('J')).toEqual(['J:preParsing', ...flow.map((f) => `J:${f}`)]);
+    // A `parseAs` parser runs from the body stream's 'end' event: its step is still the request's.
+    expect(got('L')).toEqual(['L:preParsing', 'L:parse', ...flow.map((f) => `L:${f}`)]);
+    expect(got('W')).toEqual(['W:preParsing', 'W:parse', ...flow.map((f) => `W:${f}`)]);
+    const c = got('C');
+    expect(c.slice(0, 1)).toEqual(['C:preParsing']);
+    expect(c.slice(-4)).toEqual(flow.map((f) => `C:${f}`));
+    const chunks = c.slice(1, -4);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(new Set(chunks)).toEqual(new Set(['C:chunk']));
+    for (const id of ['J', 'L', 'C', 'W']) expect([...sameEverywhere.get(id)!]).toEqual([profiles.get(id)]);
+    // The header was rendered when the payload was handed over: onSend's step is in the JSON only.
+    expect(header(rj, 'server-timing')).toMatch(/^J_preParsing;dur=.*J_handler;dur=[^,]*, total;dur=/);
+  });
+
+  it('D5: 200 concurrent real-socket requests with random awaits, nested and Promise.all steps: every tree holds only its own names', async () => {
+    const profiles = new Map<string, ProfileJSON>();
+    const pending: Array<Promise<void>> = [];
+    const jitter = async () => {
+      const r = Math.random();
+      if (r < 0.3) await sleep(Math.floor(Math.random() * 8));
+      else if (r < 0.6) await new Promise((res) => setImmediate(res));
+      else await null;
+    };
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.addHook('preHandler', async (req) => {
+        const id = (req.params as { id: string }).id;
+        await jitter();
+        await step(`${id}:pre`, jitter);
+      });
+      const handler = async (req: FastifyRequest) => {
+        const id = (req.params as { id: string }).id;
+        const p = currentProfile()!;
+        pending.push(until(() => p.sealed, 'seal').then(() => void profiles.set(id, p.toJSON())));
+        await step(`${id}:outer`, async () => {
+          await jitter();
+          await Promise.all([
+            step(`${id}:a`, async () => {
+              await jitter();
+              await step(`${id}:a1`, jitter);
+            }),
+            step(`${id}:b`, jitter),
+            step(`${id}:c`, () => `${id}`),
+          ]);
+          step(`${id}:sync`, () => 1);
+        });
+        return { id };
+      };
+      a.get('/d5/:id', handler);
+      a.post('/d5/:id', handler);
+    });
+    const port = await listen(app);
+    const agent = new http.Agent({ keepAlive: false, maxSockets: 200 });
+    const one = (i: number) =>
+      new Promise<{ id: string; st: string; body: string }>((resolve, reject) => {
+        const id = `r${i}`;
+        const post = i % 2 === 1;
+        const req = http.request(
+          { host: '127.0.0.1', port, path: `/d5/${id}`, method: post ? 'POST' : 'GET', agent, headers: post ? { 'content-type': 'application/json' } : {} },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (body += c));
+            res.on('end', () => resolve({ id, st: String(res.headers['server-timing']), body }));
+          },
+        );
+        req.on('error', reject);
+        req.end(post ? JSON.stringify({ id, pad: 'x'.repeat(i * 10) }) : undefined);
+      });
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i)));
+    agent.destroy();
+    await Promise.all(pending);
+    expect(profiles.size).toBe(200);
+    let foreign = 0;
+    for (const { id, st, body } of results) {
+      expect(JSON.parse(body)).toEqual({ id });
+      const tree = profiles.get(id)!;
+      const all = names(tree.root);
+      foreign += all.filter((n) => !n.startsWith(`${id}:`)).length;
+      expect(all.sort()).toEqual([`${id}:pre`, `${id}:outer`, `${id}:a`, `${id}:a1`, `${id}:b`, `${id}:c`, `${id}:sync`].sort());
+      const outer = tree.root.children.find((c) => c.name === `${id}:outer`)!;
+      expect(outer.children.map((c) => c.name)).toEqual([`${id}:a`, `${id}:b`, `${id}:c`, `${id}:sync`]);
+      expect(outer.children[0]!.children.map((c) => c.name)).toEqual([`${id}:a1`]);
+      for (const metric of st.split(', ').slice(0, -1)) expect(metric.startsWith(`${id}_`), `${id}: ${st}`).toBe(true);
+    }
+    expect(foreign).toBe(0);
+  });
+
+  it('D1: one keep-alive socket carries 5 developer requests (GET and POST); a hook registered before the plugin never sees a profile', async () => {
+    const before: Array<Profile | undefined> = [];
+    const sockets = new Set<unknown>();
+    const app = await build(null, (a) => {
+      a.addHook('onRequest', (req, _reply, done) => {
+        before.push(currentProfile());
+        sockets.add(req.raw.socket);
+        step('before the profiler', () => 1);
+        done();
+      });
+      a.register(miniprof, { isDeveloper: () => true });
+      a.get('/ka', async () => step('work', async () => ({ profiled: currentProfile() !== undefined })));
+      a.post('/ka', async (req) => step('work', async () => ({ profiled: currentProfile() !== undefined, body: req.body })));
+    });
+    const port = await listen(app);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    for (let i = 0; i < 5; i++) {
+      const post = i % 2 === 1;
+      const r = await new Promise<{ body: string; st: string }>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/ka', method: post ? 'POST' : 'GET', agent, headers: post ? { 'content-type': 'application/json' } : {} }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c));
+          res.on('end', () => resolve({ body, st: String(res.headers['server-timing']) }));
+        });
+        req.on('error', reject);
+        req.end(post ? JSON.stringify({ i }) : undefined);
+      });
+      expect(JSON.parse(r.body)).toEqual(post ? { profiled: true, body: { i } } : { profiled: true });
+      expect(r.st).toMatch(/^work;dur=\d+\.\d, total;dur=/);
+    }
+    agent.destroy();
+    expect(sockets.size).toBe(1);
+    expect(before).toEqual([undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('D1: five app.inject() calls: the hook before the plugin and the test\'s own context never see a store', async () => {
+    const before: Array<Profile | undefined> = [];
+    const inside: boolean[] = [];
+    const app = await build(null, (a) => {
+      a.addHook('onRequest', (_req, _reply, done) => {
+        before.push(currentProfile());
+        done();
+      });
+      a.register(miniprof, { isDeveloper: () => true });
+      a.get('/', async () => {
+        inside.push(currentProfile() !== undefined);
+        return 'ok';
+      });
+    });
+    const afterEach: unknown[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await app.inject({ url: '/' });
+      expect(r.headers['server-timing']).toBeDefined();
+      afterEach.push(als.getStore(), currentProfile());
+    }
+    expect(before).toEqual([undefined, undefined, undefined, undefined, undefined]);
+    expect(inside).toEqual([true, true, true, true, true]);
+    expect(afterEach.every((v) => v === undefined)).toBe(true);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+describe('setup and cost', () => {
+  const bad: Array<[string, unknown, string, RegExp]> = [
+    ['maxSteps -1', { maxSteps: -1 }, 'MINIPROF_ERR_INVALID_OPTION', /"maxSteps".*-1 \(number\)/],
+    ['isDeveloper true', { isDeveloper: true }, 'MINIPROF_ERR_INVALID_OPTION', /"isDeveloper".*true \(boolean\)/],
+    ['serverTiming "yes"', { serverTiming: 'yes' }, 'MINIPROF_ERR_INVALID_OPTION', /"serverTiming".*"yes" \(string\)/],
+    ['htmlComment 1', { htmlComment: 1 }, 'MINIPROF_ERR_INVALID_OPTION', /"htmlComment".*1 \(number\)/],
+    ['a typo', { isDevelopr: () => true }, 'MINIPROF_ERR_UNKNOWN_OPTION', /"isDevelopr"/],
+    ['serverTiming.max', { serverTiming: { max: 10 } }, 'MINIPROF_ERR_UNKNOWN_OPTION', /serverTiming\.max.*10 \(number\)/],
+  ];
+  for (const [label, options, code, message] of bad) {
+    it(`setup: ${label} => register rejects with a coded TypeError naming it`, async () => {
+      const app = Fastify({ logger: false });
+      apps.push(app);
+      const err = await app.register(miniprof, options as Options).ready().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(TypeError);
+      expect((err as { code?: string }).code).toBe(code);
+      expect((err as Error).message).toMatch(message);
+    });
+  }
+
+  it('setup: Fastify\'s own register options (prefix, logLevel) are accepted', async () => {
+    const app = await build(null, (a) => a.register(miniprof, { prefix: '/x', logLevel: 'silent', isDeveloper: () => true }));
+    expect(app.hasPlugin('miniprof')).toBe(true);
+  });
+
+  it('cost: the plugin adds exactly one onRequest hook and no other, and leaves a non-developer\'s reply alone', async () => {
+    const own: Record<string, unknown> = {};
+    const routes = (a: FastifyInstance) => {
+      a.get('/', async (req, reply) => {
+        const key = req.headers['x-dev'] === '1' ? 'dev' : 'other';
+        own[key] = {
+          send: Object.hasOwn(reply, 'send'),
+          hijack: Object.hasOwn(reply, 'hijack'),
+          writeHead: Object.hasOwn(reply.raw, 'writeHead'),
+          store: als.getStore() !== undefined,
+          closeListeners: reply.raw.listenerCount('close'),
+        };
+        return 'ok';
+      });
+      a.register(async (child) => child.get('/child', async () => 'ok'));
+    };
+    const base = await build(null, routes);
+    const app = await build(byHeader, routes);
+    const hookLines = (a: FastifyInstance) =>
+      a.printRoutes({ commonPrefix: false, includeHooks: true }).split('\n').filter((l) => l.includes('•')).map((l) => l.trim());
+    const added = hookLines(app);
+    for (const line of hookLines(base)) {
+      expect(added).toContain(line);
+      added.splice(added.indexOf(line), 1);
+    }
+    // One line per route (GET and its HEAD, at root and in the child), each the same single hook.
+    expect(added).toEqual(Array(4).fill('• (onRequest) ["miniprofOnRequest()"]'));
+    await base.inject({ url: '/' });
+    const baseline = own.other;
+    let runs = 0;
+    const run = als.run;
+    als.run = function (this: typeof als, ...args: Parameters<typeof als.run>) {
+      runs++;
+      return run.apply(this, args);
+    } as typeof als.run;
+    try {
+      await app.inject({ url: '/' });
+      expect(runs).toBe(0);
+      await app.inject({ url: '/', headers: dev });
+      expect(runs).toBeGreaterThan(0);
+    } finally {
+      als.run = run;
+    }
+    expect(own.other).toEqual(baseline);
+    expect(own.other).toEqual({ send: false, hijack: false, writeHead: false, store: false, closeListeners: expect.any(Number) });
+    expect(own.dev).toMatchObject({ send: true, hijack: true, writeHead: true, store: true });
+  });
+
+  it('C11: a fault while setting up a developer request (the wall clock throws) leaves it unprofiled and is reported once', async () => {
+    const reported: unknown[] = [];
+    const boom = new Error('clock broke');
+    const routes = (a: FastifyInstance) => a.get('/', async (_req, reply) => reply.type('text/html').send(HTML));
+    const base = await build(null, routes);
+    const app = await build({ isDeveloper: async () => true, now: () => { throw boom; }, onInternalError: (e) => reported.push(e) }, routes);
+    const port = await listen(app);
+    const basePort = await listen(base);
+    expect(withoutDate(await rawGet(port, '/'))).toBe(withoutDate(await rawGet(basePort, '/')));
+    expect(reported).toEqual([boom]);
+  });
+});
