@@ -114,13 +114,13 @@ describe('C11: the Redis server goes away in the middle of a developer request',
         expect(res.status).toBe(200);
         expect(await res.text()).toBe('still here');
         expect(res.headers.get('x-miniprof-id')).toMatch(/^[0-9a-f-]{36}$/);
-        for (let i = 0; i < 60 && faults.length === 0; i++) await sleep(50);
-        expect(faults.length).toBe(1);
+        for (let i = 0; i < 100 && faults.length === 0; i++) await sleep(50);
+        expect(faults.map(String)).toHaveLength(1);
         expect(faults[0]).toBeInstanceOf(Error);
         const page = await fetch(`${base}/_miniprof/`);
         expect(page.status).toBe(503);
         expect(page.headers.get('cache-control')).toBe('private, no-store');
-        expect(faults.length).toBe(2);
+        expect(faults.map(String)).toHaveLength(2);
       } finally {
         await new Promise((r) => http.close(r));
       }
@@ -146,8 +146,8 @@ describe('C11: the Redis server goes away in the middle of a developer request',
         const res = await fetch(`http://127.0.0.1:${port}/`);
         expect(res.status).toBe(200);
         expect(await res.json()).toEqual({ ok: true });
-        for (let i = 0; i < 60 && faults.length === 0; i++) await sleep(50);
-        expect(faults.length).toBe(1);
+        for (let i = 0; i < 100 && faults.length === 0; i++) await sleep(50);
+        expect(faults.map(String)).toHaveLength(1);
         expect(faults[0]).toBeInstanceOf(Error);
       } finally {
         await app.close();

@@ -1,0 +1,458 @@
+/**
+ * The results side end to end, on both adapters over real sockets: who may see what (A1, A3,
+ * A4, A9), the id header, the list/profile/JSON routes and their headers, the opt-in cookie,
+ * escaping of every user text on the pages (A8, parse5 + fast-check) and the store's bounds
+ * under 10,000 profiled requests (E2).
+ */
+import express from 'express';
+import fc from 'fast-check';
+import Fastify, { type FastifyInstance } from 'fastify';
+import http from 'node:http';
+import { parse, type DefaultTreeAdapterMap } from 'parse5';
+import { afterEach, describe, expect, test } from 'vitest';
+import { miniprof as expressMiniprof } from '../adapters/express.js';
+import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
+import type { MiniprofOptions } from '../src/http/config.js';
+import { memoryStore, step, timing, type ProfileJSON, type ProfileStore } from '../src/index.js';
+import { signOptIn } from '../src/results/optin.js';
+import { PAGE_HEADERS, renderListPage, renderProfilePage } from '../src/results/pages.js';
+import { summarize } from '../src/results/store.js';
+import { closeServers, raw, serve, waitFor, withoutDate, type RawRequest, type RawResponse } from './helpers/http.js';
+
+const SECRET = 'a test secret that is long enough: 0123456789';
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+type Kind = 'express' | 'fastify';
+type Opts = MiniprofOptions<never> | null;
+
+/** A store that says which ids it has saved, so a test can wait for the save on close. */
+function watched(inner: ProfileStore = memoryStore()): ProfileStore & { saved: string[] } {
+  const saved: string[] = [];
+  return {
+    saved,
+    async save(owner, p) {
+      await inner.save(owner, p);
+      saved.push(p.id);
+    },
+    get: (owner, id) => inner.get(owner, id),
+    list: (owner, limit) => inner.list(owner, limit),
+  };
+}
+
+const fastifies: FastifyInstance[] = [];
+afterEach(async () => {
+  await closeServers();
+  for (const f of fastifies.splice(0)) await f.close();
+});
+
+/** `x-dev: 1` is the app's own notion of a developer (an admin session, say). */
+const isDeveloper = (req: { headers: http.IncomingHttpHeaders }) => req.headers['x-dev'] === '1';
+
+async function page(): Promise<string> {
+  await step('load <user> & "friends"', async () => {
+    await timing('sql', 'select * from users where id = ?', async () => {});
+    await timing('sql', 'select * from users where id = ?', async () => {});
+  });
+  return '<!doctype html><html><body><p>hi</p></body></html>';
+}
+
+/** The app, with the profiler (`opts`) or without it (`null`); the same routes either way. */
+async function app(kind: Kind, opts: Opts): Promise<number> {
+  if (kind === 'express') {
+    const a = express();
+    a.set('trust proxy', true);
+    if (opts !== null) a.use(expressMiniprof(opts as MiniprofOptions<http.IncomingMessage>));
+    a.get('/page', async (_req, res) => void res.type('html').send(await page()));
+    a.get('/api', async (_req, res) => {
+      await step('api', async () => {});
+      res.set('Link', '</next>; rel="next"').json({ ok: true });
+    });
+    return serve(a);
+  }
+  const f = Fastify({ trustProxy: true });
+  fastifies.push(f);
+  if (opts !== null) await f.register(fastifyMiniprof, opts as never);
+  f.get('/page', async (_req, reply) => reply.type('text/html').send(await page()));
+  f.get('/api', async (_req, reply) => {
+    await step('api', async () => {});
+    return reply.header('Link', '</next>; rel="next"').send({ ok: true });
+  });
+  await f.listen({ port: 0, host: '127.0.0.1' });
+  return (f.server.address() as { port: number }).port;
+}
+
+function cookieOf(r: RawResponse): string {
+  const set = r.headers['set-cookie']?.[0];
+  if (set === undefined) throw new Error('no Set-Cookie');
+  return set.slice(0, set.indexOf(';'));
+}
+
+function strip(r: RawResponse): string {
+  return withoutDate(r.bytes).toString('latin1');
+}
+
+for (const kind of ['express', 'fastify'] as const) {
+  describe(`${kind}`, () => {
+    async function both(opts: MiniprofOptions<never>): Promise<{ port: number; bare: number }> {
+      return { port: await app(kind, opts), bare: await app(kind, null) };
+    }
+
+    test('every profiled response carries X-Miniprof-Id and a Link to its page (JSON too, after the app’s Link)', async () => {
+      const store = watched();
+      const { port } = await both({ isDeveloper, results: { store } });
+      const r = await raw(port, { path: '/api', headers: { 'x-dev': '1' } });
+      const id = r.headers['x-miniprof-id']![0]!;
+      expect(id).toMatch(UUID_RE);
+      expect(r.headers.link).toEqual([`</next>; rel="next", </_miniprof/${id}>; rel="related"; title="miniprof"`]);
+      await waitFor(() => store.saved.includes(id));
+      const json = await raw(port, { path: `/_miniprof/${id}.json`, headers: { 'x-dev': '1' } });
+      expect(json.status).toBe(200);
+      expect(json.headers['content-type']).toEqual(['application/json; charset=utf-8']);
+      const p = JSON.parse(json.payload.toString()) as ProfileJSON;
+      expect(p).toMatchObject({ v: 1, id, request: { method: 'GET', path: '/api', status: 200 } });
+      expect(p.root.children.map((c) => c.name)).toEqual(['api']);
+      const none = await raw(port, { path: '/api' });
+      expect(none.headers['x-miniprof-id']).toBeUndefined();
+    });
+
+    test('results: false keeps nothing and adds no id; the base path is the app’s', async () => {
+      const { port, bare } = await both({ isDeveloper, results: false });
+      const r = await raw(port, { path: '/api', headers: { 'x-dev': '1' } });
+      expect(r.headers['x-miniprof-id']).toBeUndefined();
+      expect(r.headers['server-timing']).toBeDefined();
+      // Still a developer's request, so profiled like any other of the app's 404s.
+      const a = await raw(port, { path: '/_miniprof/', headers: { 'x-dev': '1' } });
+      expect(a.status).toBe(404);
+      expect(a.status).toBe((await raw(bare, { path: '/_miniprof/', headers: { 'x-dev': '1' } })).status);
+      expect(a.headers['x-miniprof-id']).toBeUndefined();
+    });
+
+    test('list, page and JSON for a developer: newest first, exact headers, HEAD without a body', async () => {
+      const store = watched();
+      const { port } = await both({ isDeveloper, results: { store, basePath: '/debug/prof' } });
+      const ids: string[] = [];
+      for (const path of ['/page', '/api', '/page']) {
+        const r = await raw(port, { path, headers: { 'x-dev': '1' } });
+        ids.push(r.headers['x-miniprof-id']![0]!);
+      }
+      await waitFor(() => ids.every((id) => store.saved.includes(id)));
+      const list = await raw(port, { path: '/debug/prof/', headers: { 'x-dev': '1' } });
+      expect(list.status).toBe(200);
+      for (const [k, v] of Object.entries(PAGE_HEADERS)) expect(list.headers[k.toLowerCase()]).toEqual([v]);
+      expect(list.headers['content-type']).toEqual(['text/html; charset=utf-8']);
+      expect(list.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"]);
+      const html = list.payload.toString();
+      const order = [...html.matchAll(/href="\/debug\/prof\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
+      expect([...new Set(order)]).toEqual([...ids].reverse());
+      expect(html).toContain('<span class="flag duplicates">duplicates</span>');
+      const one = await raw(port, { path: `/debug/prof/${ids[0]}`, headers: { 'x-dev': '1' } });
+      expect(one.status).toBe(200);
+      expect(one.headers['cache-control']).toEqual(['private, no-store']);
+      expect(one.headers['x-content-type-options']).toEqual(['nosniff']);
+      const body = one.payload.toString();
+      expect(body).toContain('load &lt;user&gt; &amp; &quot;friends&quot;');
+      expect(body).toContain('<link rel="stylesheet" href="/debug/prof/miniprof.css">');
+      expect(body).not.toMatch(/<script(?![^>]*type="application\/json")/);
+      const css = await raw(port, { path: '/debug/prof/miniprof.css', headers: { 'x-dev': '1' } });
+      expect(css.headers['content-type']).toEqual(['text/css; charset=utf-8']);
+      const head = await raw(port, { method: 'HEAD', path: `/debug/prof/${ids[0]}`, headers: { 'x-dev': '1' } });
+      expect(head.status).toBe(200);
+      expect(head.body.length).toBe(0);
+      expect(head.headers['content-length']).toEqual(one.headers['content-length']);
+      // Results requests are not themselves profiled.
+      expect(one.headers['x-miniprof-id']).toBeUndefined();
+      expect(one.headers['server-timing']).toBeUndefined();
+    });
+
+    test('A1: truth table of isDeveloper × opt-in cookie: profiled and shown only when one of them admits', async () => {
+      const store = watched();
+      const faults: unknown[] = [];
+      const answers = {
+        yes: () => true,
+        no: () => false,
+        throws: () => {
+          throw new Error('auth down');
+        },
+        rejects: () => Promise.reject(new Error('auth down')),
+        slowYes: () => new Promise<boolean>((r) => setTimeout(() => r(true), 20)),
+      } as const;
+      const bare = await app(kind, null);
+      const secret = Buffer.from(SECRET);
+      const valid = `miniprof=${signOptIn(secret, Date.now(), 3_600_000).value}`;
+      const cookies = {
+        absent: undefined,
+        valid,
+        forged: `miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000).value}`,
+        expired: `miniprof=${signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000).value}`,
+        tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
+        garbage: 'miniprof=v1.not-a-token.1.x; other=1',
+      } as const;
+      for (const [a, fn] of Object.entries(answers)) {
+        const port = await app(kind, { isDeveloper: fn, secret: SECRET, onInternalError: (e: unknown) => faults.push(e), results: { store } } as never);
+        for (const [c, cookie] of Object.entries(cookies)) {
+          const admitted = a === 'yes' || a === 'slowYes' || c === 'valid';
+          const headers: Record<string, string> = cookie === undefined ? {} : { cookie };
+          const r = await raw(port, { path: '/page', headers });
+          const bareR = await raw(bare, { path: '/page', headers });
+          const what = `isDeveloper ${a}, cookie ${c}`;
+          if (admitted) {
+            expect(r.headers['x-miniprof-id'], what).toHaveLength(1);
+            expect(r.payload.toString(), what).toContain('<!--');
+          } else {
+            expect(strip(r), what).toBe(strip(bareR));
+          }
+          const l = await raw(port, { path: '/_miniprof/', headers });
+          if (admitted) expect(l.status, what).toBe(200);
+          else expect(strip(l), what).toBe(strip(await raw(bare, { path: '/_miniprof/', headers })));
+        }
+      }
+      expect(faults.length).toBeGreaterThan(0);
+      expect(faults.every((e) => (e as Error).message === 'auth down')).toBe(true);
+    });
+
+    test('A3: two developers from the same address with their own opt-in never see each other’s profiles; 404 is the app’s', async () => {
+      const store = watched();
+      const { port, bare } = await both({ isDeveloper, secret: SECRET, results: { store } } as never);
+      const optIn = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } });
+      expect(optIn.status).toBe(303);
+      expect(optIn.headers.location).toEqual(['/_miniprof/']);
+      expect(optIn.headers['set-cookie']![0]).toMatch(/^miniprof=v1\.[0-9a-f-]{36}\.\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Lax$/);
+      const a = cookieOf(optIn);
+      const b = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
+      expect(a).not.toBe(b);
+      const mine = { a: [] as string[], b: [] as string[], peer: [] as string[] };
+      for (let i = 0; i < 3; i++) {
+        // No x-dev: the cookie alone admits them (isDeveloper says no to both).
+        mine.a.push((await raw(port, { path: '/api', headers: { cookie: a } })).headers['x-miniprof-id']![0]!);
+        mine.b.push((await raw(port, { path: '/page', headers: { cookie: b } })).headers['x-miniprof-id']![0]!);
+        mine.peer.push((await raw(port, { path: '/api', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!);
+      }
+      await waitFor(() => [...mine.a, ...mine.b, ...mine.peer].every((id) => store.saved.includes(id)));
+      const ids = async (headers: Record<string, string>) =>
+        [...new Set([...(await raw(port, { path: '/_miniprof/', headers })).payload.toString().matchAll(/href="\/_miniprof\/([0-9a-f-]{36})"/g)].map((m) => m[1]))];
+      expect(await ids({ cookie: a })).toEqual([...mine.a].reverse());
+      expect(await ids({ cookie: b })).toEqual([...mine.b].reverse());
+      expect(await ids({ 'x-dev': '1' })).toEqual([...mine.peer].reverse());
+      for (const [who, headers] of [['a', { cookie: a }], ['b', { cookie: b }], ['peer', { 'x-dev': '1' }]] as const) {
+        for (const [owner, list] of Object.entries(mine)) {
+          if (owner === who) continue;
+          for (const path of [`/_miniprof/${list[0]}`, `/_miniprof/${list[0]}.json`]) {
+            const r = await raw(port, { path, headers });
+            expect(r.status).toBe(404);
+            expect(strip(r)).toBe(strip(await raw(bare, { path, headers })));
+          }
+        }
+      }
+      const out = await raw(port, { path: '/_miniprof/opt-out', headers: { cookie: a } });
+      expect(out.headers['set-cookie']).toEqual(['miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax']);
+    });
+
+    test('the opt-in cookie is Secure when the request came over HTTPS (behind a trusted proxy here)', async () => {
+      const { port } = await both({ isDeveloper, secret: SECRET } as never);
+      const r = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1', 'x-forwarded-proto': 'https' } });
+      expect(r.headers['set-cookie']![0]).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+    });
+
+    test('without a secret there is no opt-in route and cookies are never read', async () => {
+      const { port, bare } = await both({ isDeveloper });
+      for (const path of ['/_miniprof/opt-in', '/_miniprof/opt-out']) {
+        const r = await raw(port, { path, headers: { 'x-dev': '1' } });
+        expect(strip(r)).toBe(strip(await raw(bare, { path, headers: { 'x-dev': '1' } })));
+      }
+      const forged = `miniprof=${signOptIn(Buffer.from(SECRET), Date.now(), 3_600_000).value}`;
+      const r = await raw(port, { path: '/page', headers: { cookie: forged } });
+      expect(r.headers['x-miniprof-id']).toBeUndefined();
+    });
+
+    test('A4: for everyone else the results paths are exactly the app’s own 404, whatever the method or query', async () => {
+      const store = watched();
+      const { port, bare } = await both({ isDeveloper, secret: SECRET, results: { store } } as never);
+      const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
+      await waitFor(() => store.saved.includes(id));
+      const paths = ['/_miniprof', '/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, '/_miniprof/miniprof.css', '/_miniprof/opt-in', '/_miniprof/opt-out', '/_miniprof/?pp=env', `/_miniprof/${id}?x=1`];
+      for (const path of paths) {
+        for (const req of [{ method: 'GET' }, { method: 'HEAD' }, { method: 'POST', body: 'a=1' }, { method: 'GET', headers: { cookie: 'miniprof=v1.x.1.y' } }] as RawRequest[]) {
+          const r = await raw(port, { path, ...req });
+          expect(strip(r), `${req.method} ${path}`).toBe(strip(await raw(bare, { path, ...req })));
+        }
+      }
+    });
+
+    test('A9: a developer’s non-GET/HEAD requests to the results paths get the app’s own answer', async () => {
+      const store = watched();
+      const { port, bare } = await both({ isDeveloper, results: { store } });
+      const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
+      await waitFor(() => store.saved.includes(id));
+      for (const path of ['/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`]) {
+        for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+          const req: RawRequest = { method, path, headers: { 'x-dev': '1' }, body: method === 'OPTIONS' ? undefined : '{}' };
+          const r = await raw(port, req);
+          expect(r.status).not.toBe(200);
+          expect(strip(r), `${method} ${path}`).toBe(strip(await raw(bare, req)));
+        }
+      }
+      // Paths we do not serve, under the base, are the app's too.
+      for (const path of ['/_miniprof/x', '/_miniprof/../page', `/_miniprof/${id}.html`, `/_miniprof/${id.toUpperCase()}`]) {
+        const r = await raw(port, { path, headers: { 'x-dev': '1' } });
+        expect(strip(r), path).toBe(strip(await raw(bare, { path, headers: { 'x-dev': '1' } })));
+      }
+      // A path that only starts like the base is an ordinary (profiled) request of the app.
+      expect((await raw(port, { path: '/_miniprofx', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']).toHaveLength(1);
+    });
+
+    test('E2: 10,000 profiled requests leave the store within its caps', async () => {
+      const store = memoryStore({ maxCount: 50, maxBytes: 64 * 1024 });
+      const { port } = await both({ isDeveloper: () => true, results: { store } });
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+      let next = 0;
+      const worker = async () => {
+        while (next < 10_000) {
+          next++;
+          await new Promise<void>((resolve, reject) => {
+            http.get({ host: '127.0.0.1', port, path: '/api', agent }, (res) => {
+              res.resume();
+              res.once('end', resolve);
+            }).once('error', reject);
+          });
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, worker));
+      agent.destroy();
+      await new Promise((r) => setTimeout(r, 50));
+      const s = store.stats();
+      expect(s.count).toBe(50);
+      expect(s.bytes).toBeLessThanOrEqual(64 * 1024);
+    }, 120_000);
+  });
+}
+
+// ---------------------------------------------------------------- A8: escaping, with parse5
+
+type Node = DefaultTreeAdapterMap['childNode'] | DefaultTreeAdapterMap['document'];
+
+/** Elements and their attributes (names and values) in document order; text is left out. */
+function skeleton(html: string): string[] {
+  const out: string[] = [];
+  const walk = (n: Node, depth: number) => {
+    if ('tagName' in n) {
+      const attrs = n.attrs.map((a) => `${a.name}=${JSON.stringify(a.value)}`).sort();
+      out.push(`${depth}:${n.namespaceURI === 'http://www.w3.org/2000/svg' ? 'svg:' : ''}${n.tagName}[${attrs.join(' ')}]`);
+    } else if (n.nodeName === '#comment') out.push(`${depth}:#comment`);
+    if ('childNodes' in n) for (const c of n.childNodes) walk(c as Node, depth + 1);
+    if ('content' in n && n.content) for (const c of n.content.childNodes) walk(c as Node, depth + 1);
+  };
+  walk(parse(html) as Node, 0);
+  return out;
+}
+
+function scriptText(html: string): string {
+  const at = html.indexOf('<script type="application/json" id="miniprof-profile">');
+  const start = html.indexOf('>', at) + 1;
+  return html.slice(start, html.indexOf('</script>', start));
+}
+
+/** Replace every string of the profile by a placeholder, the same one for equal strings. */
+function template(p: ProfileJSON): ProfileJSON {
+  const names = new Map<string, string>();
+  const ph = (s: string) => {
+    if (!names.has(s)) names.set(s, `t${names.size}`);
+    return names.get(s)!;
+  };
+  const t = (n: ProfileJSON['root']): ProfileJSON['root'] => ({
+    ...n,
+    name: ph(n.name),
+    children: n.children.map(t),
+    ...(n.custom === undefined ? {} : { custom: n.custom.map((c) => ({ ...c, category: ph(c.category), command: ph(c.command) })) }),
+  });
+  return {
+    ...p,
+    name: ph(p.name),
+    machine: ph(p.machine),
+    warnings: p.warnings.map(ph),
+    request: { ...p.request!, method: ph(p.request!.method), path: ph(p.request!.path) },
+    root: t(p.root),
+  };
+}
+
+const nasty = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('</script>', '<script>alert(1)</script>', '"><img src=x onerror=alert(1)>', "'><svg onload=alert(1)>", '<!--', '-->', '--!>', ']]>', '\u2028\u2029', '</title><b>', '</svg><i>', '&lt;', '<', '>', '&', '"', "'", '', '<style>*{}</style>', '\u0000\r\n'),
+);
+
+const timingArb: fc.Memo<ProfileJSON['root']> = fc.memo((d) =>
+  fc.record({
+    name: nasty,
+    startMs: fc.double({ min: 0, max: 500, noNaN: true }),
+    durationMs: fc.double({ min: 0, max: 500, noNaN: true }),
+    children: d > 1 ? fc.array(timingArb(d - 1), { maxLength: 3 }) : fc.constant([]),
+    custom: fc.option(fc.array(fc.record({ category: nasty, command: nasty, startMs: fc.double({ min: 0, max: 500, noNaN: true }), durationMs: fc.double({ min: 0, max: 50, noNaN: true }) }), { maxLength: 3 }), { nil: undefined }),
+    error: fc.option(fc.constant(true as const), { nil: undefined }),
+  }).map((r) => {
+    const out = { ...r } as ProfileJSON['root'];
+    if (out.custom === undefined) delete out.custom;
+    if (out.error === undefined) delete out.error;
+    return out;
+  }),
+);
+
+const profileArb: fc.Arbitrary<ProfileJSON> = fc
+  .record({ root: timingArb(3), method: nasty, path: nasty, machine: nasty, warnings: fc.array(nasty, { maxLength: 2 }), id: fc.uuid({ version: 4 }) })
+  .map(({ root, method, path, machine, warnings, id }) => ({
+    v: 1 as const,
+    id,
+    name: `${method} ${path}`,
+    machine,
+    started: '2026-11-29T12:00:00.000Z',
+    durationMs: root.durationMs,
+    droppedSteps: 0,
+    warnings,
+    request: { method, path, status: 200 },
+    root,
+  }));
+
+describe('A8: pages keep the template’s structure for any step names, paths and commands', () => {
+  test('profile page: same elements and attributes as with placeholder text; the embedded JSON round-trips and has no "<"', () => {
+    fc.assert(
+      fc.property(profileArb, (p) => {
+        const html = renderProfilePage(p, '/_miniprof');
+        expect(skeleton(html)).toEqual(skeleton(renderProfilePage(template(p), '/_miniprof')));
+        const json = scriptText(html);
+        expect(json).not.toMatch(/[<>&\u2028\u2029]/);
+        expect(JSON.parse(json)).toEqual(p);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('list page: same elements and attributes as with placeholder text', () => {
+    fc.assert(
+      fc.property(fc.array(profileArb, { maxLength: 4 }), (ps) => {
+        const html = renderListPage(ps.map((p) => summarize(p, 0)), '/_miniprof', 'in');
+        expect(skeleton(html)).toEqual(skeleton(renderListPage(ps.map((p) => summarize(template(p), 0)), '/_miniprof', 'in')));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test('fixed cases through a real request: a hostile step name and path become text', async () => {
+    const store = watched();
+    const a = express();
+    a.use(expressMiniprof({ isDeveloper: () => true, results: { store } }));
+    a.get('/x', async (_req, res) => {
+      await step('"><img src=x onerror=alert(1)></script><script>alert(2)</script>', async () => {
+        await timing('sql', "select '</script><svg onload=alert(3)>' -- \u2028", async () => {});
+      });
+      res.json({});
+    });
+    const port = await serve(a);
+    const r = await raw(port, { path: '/x?<script>=1' });
+    const id = r.headers['x-miniprof-id']![0]!;
+    await waitFor(() => store.saved.includes(id));
+    const html = (await raw(port, { path: `/_miniprof/${id}` })).payload.toString();
+    const tags = skeleton(html).map((s) => s.replace(/^\d+:/, '').replace(/\[.*$/, ''));
+    expect(tags).not.toContain('img');
+    expect(tags.filter((t) => t === 'script')).toEqual(['script']);
+    expect(tags).not.toContain('svg:svg:svg');
+    expect(JSON.parse(scriptText(html)).root.children[0].name).toBe('"><img src=x onerror=alert(1)></script><script>alert(2)</script>');
+  });
+});
