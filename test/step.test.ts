@@ -414,6 +414,59 @@ describe('nesting under concurrency', () => {
     );
   });
 
+  test('D5: fast-check scheduler permuting N profiles at the ALS level: each tree holds only its own steps', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.scheduler(),
+        fc.array(fc.array(fc.nat({ max: 3 }), { minLength: 1, maxLength: 4 }), { minLength: 2, maxLength: 5 }),
+        async (s, plans) => {
+          const runs = plans.map((plan, i) =>
+            withProfile(`r${i}`, async () => {
+              await s.schedule(Promise.resolve(), `start r${i}`);
+              // Sequential steps, each with a concurrent fan-out of `n` children.
+              for (const [k, n] of plan.entries()) {
+                await step(`r${i}.${k}`, async () => {
+                  await s.schedule(Promise.resolve(), `r${i}.${k}`);
+                  await Promise.all(
+                    Array.from({ length: n }, (_, j) =>
+                      step(`r${i}.${k}.${j}`, () => s.schedule(Promise.resolve(), `r${i}.${k}.${j}`)),
+                    ),
+                  );
+                });
+              }
+              return currentProfile()?.name;
+            }),
+          );
+          const done = await s.waitFor(Promise.all(runs));
+          done.forEach(({ result, profile }, i) => {
+            expect(result).toBe(`r${i}`);
+            expect(shape(profile.toJSON().root)).toEqual({
+              [`r${i}`]: plans[i]!.map((n, k) =>
+                n === 0 ? `r${i}.${k}` : { [`r${i}.${k}`]: Array.from({ length: n }, (_, j) => `r${i}.${k}.${j}`) },
+              ),
+            });
+          });
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  test('a withProfile nested in another is its own profile, and the outer one resumes after it', async () => {
+    const { profile: outer } = await withProfile('outer', async () => {
+      step('o1', () => 0);
+      const { profile: inner } = await withProfile('inner', async () => {
+        step('i1', () => 0);
+        await sleep(1);
+        step('i2', () => 0);
+      });
+      expect(shape(inner.toJSON().root)).toEqual({ inner: ['i1', 'i2'] });
+      expect(currentProfile()?.name).toBe('outer');
+      step('o2', () => 0);
+    });
+    expect(shape(outer.toJSON().root)).toEqual({ outer: ['o1', 'o2'] });
+  });
+
   test('a step started after its parent stopped attaches to the nearest running ancestor', async () => {
     const c = fakeClock();
     const fired = deferred();
