@@ -68,7 +68,9 @@ function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, re
     state.hijacked = true;
     return hijack.call(this);
   };
-  raw.once('close', () => state.finish(raw));
+  let finished = false;
+  raw.once('finish', () => (finished = true));
+  raw.once('close', () => state.finish(raw, finished || raw.writableFinished));
   return state;
 }
 

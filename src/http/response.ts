@@ -109,12 +109,16 @@ export class ProfiledResponse {
     }
   }
 
-  /** The response closed (finished or aborted): record how, seal once. */
-  finish(res: ServerResponse): void {
+  /**
+   * The response closed (finished or aborted): record how, seal once. `finished` defaults to
+   * `res.writableFinished`; an adapter that saw 'finish' says so (light-my-request, behind
+   * Fastify's `inject`, emits 'finish' but never sets `writableFinished`).
+   */
+  finish(res: ServerResponse, finished = res.writableFinished): void {
     try {
       const req = this.profile.request!;
       req.status = res.statusCode;
-      if (!res.writableFinished) req.aborted = true;
+      if (!finished) req.aborted = true;
       clearTimeout(this.deadline);
       closeProfile(this.profile);
       const r = this.cfg.results;
