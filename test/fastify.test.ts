@@ -1211,9 +1211,11 @@ describe('async context (D1, D2, D5)', () => {
       a.register(miniprof, { isDeveloper: () => true });
       a.get('/', async () => {
         inside.push(currentProfile() !== undefined);
+        profiles.push(currentProfile()!);
         return 'ok';
       });
     });
+    const profiles: Profile[] = [];
     const afterEach: unknown[] = [];
     for (let i = 0; i < 5; i++) {
       const r = await app.inject({ url: '/' });
@@ -1223,6 +1225,9 @@ describe('async context (D1, D2, D5)', () => {
     expect(before).toEqual([undefined, undefined, undefined, undefined, undefined]);
     expect(inside).toEqual([true, true, true, true, true]);
     expect(afterEach.every((v) => v === undefined)).toBe(true);
+    // Sealed on close like on a socket, and not mistaken for an abort (inject never sets writableFinished).
+    await until(() => profiles.every((p) => p.sealed), 'seal');
+    expect(profiles.map((p) => p.toJSON().request)).toEqual(Array(5).fill({ method: 'GET', path: '/', status: 200 }));
   });
 });
 
