@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
+import { loopClosed, loopOpened } from './analysis/loop.js';
 import type { TimingNode } from './timing.js';
 
 /**
@@ -31,6 +32,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
   if (!entered.has(profile)) {
     entered.add(profile);
     open++;
+    loopOpened(profile);
   }
   return als.run(profile.root, fn, ...args);
 }
@@ -38,6 +40,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
 /** Seal `profile` (once) and let go of the hooks if it was the last one open. */
 export function closeProfile(profile: Profile): void {
   if (profile.sealed) return;
+  loopClosed(profile);
   profile.seal();
   if (entered.delete(profile) && --open === 0 && releasesHooks) als.disable();
 }

@@ -1,0 +1,69 @@
+import { performance } from 'node:perf_hooks';
+import { monotonic } from '../clock.js';
+import type { Profile } from '../profile.js';
+
+/**
+ * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the
+ * profile was open. One unref'd 10 ms timer runs while at least one measured profile is open and
+ * stops with the last one. Each tick's lateness is the delay; it is credited to every profile
+ * open at that tick, and once more when a profile closes (a stall right before the response
+ * shows up before the next tick would).
+ *
+ * Why not `perf_hooks.monitorEventLoopDelay`: its histogram is process-wide, so a per-profile
+ * maximum needs a `reset()` at every profile boundary, and both `reset()` and `enable()` drop the
+ * interval in progress: a stall right after a request starts is never recorded (measured on Node
+ * 20.20: 50 ms of busy work just after `reset()` left `max` at 10.2 ms). A JS timer has no such gap
+ * and costs about 100 callbacks a second, only while a developer's request is open.
+ *
+ * Only profiles on the default clock are measured: the delay is real time, and a test's injected
+ * clock must fully determine its output.
+ */
+const RESOLUTION_MS = 10;
+
+const open = new Set<Profile>();
+let timer: NodeJS.Timeout | null = null;
+let last = 0;
+
+function credit(lag: number): void {
+  if (lag <= 0) return;
+  for (const p of open) if (lag > p.loopDelayMs) p.loopDelayMs = lag;
+}
+
+function tick(): void {
+  const now = performance.now();
+  credit(now - last - RESOLUTION_MS);
+  last = now;
+  // A profile sealed without closeProfile (by hand) must not keep the timer going.
+  for (const p of open) if (p.sealed) open.delete(p);
+  if (open.size === 0) stop();
+}
+
+function stop(): void {
+  if (timer !== null) clearInterval(timer);
+  timer = null;
+}
+
+/** @internal A profile was entered. */
+export function loopOpened(profile: Profile): void {
+  if (profile.config.clock !== monotonic || open.has(profile)) return;
+  open.add(profile);
+  if (timer === null) {
+    last = performance.now();
+    timer = setInterval(tick, RESOLUTION_MS);
+    timer.unref();
+  }
+}
+
+/** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
+export function loopClosed(profile: Profile): void {
+  if (!open.has(profile)) return;
+  const lag = performance.now() - last - RESOLUTION_MS;
+  if (lag > profile.loopDelayMs) profile.loopDelayMs = lag;
+  open.delete(profile);
+  if (open.size === 0) stop();
+}
+
+/** @internal For tests: is the sampler running? */
+export function loopSampling(): boolean {
+  return timer !== null;
+}
