@@ -325,6 +325,25 @@ describe('B1: the comment is exactly one comment node for any text', () => {
     );
   });
 
+  test('B1 property through real custom timings: any category and command (summaries included) stay in one comment', async () => {
+    const text = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: danger, maxLength: 20 }));
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(text, text), { minLength: 1, maxLength: 6 }), fc.boolean(), async (calls, ascii) => {
+        const { profile } = await withProfile('job', () => {
+          step('s', () => {
+            // Twice each, so duplicate and similar groups are rendered too.
+            for (const [category, command] of [...calls, ...calls]) timing(category, command, () => 0);
+          });
+        });
+        const comment = renderHtmlComment(profile, { ascii });
+        checkInjected(PAGE, comment);
+        checkInjected(FRAGMENT, comment);
+        if (ascii) expect(comment).toMatch(/^[\n\x20-\x7e]*$/);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   const nasty = ['-->', '--!>', '<!--', '>', '->', 'x<!-', '<!-', '\r\n', '\u2028', '\ud800', '\udc00x', '-', '--', '</body>', '<script>alert(1)</script>'];
   for (const name of nasty) {
     test(`B1: step name ${JSON.stringify(name)} as every text field stays inside one comment`, () => {
