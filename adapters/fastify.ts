@@ -28,6 +28,9 @@ function isStream(payload: unknown): boolean {
  * `Server-Timing`, after every `onSend` hook) and `close` (to seal, on finish and on abort alike).
  */
 function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, owner: string): void {
+  // The client left while an async isDeveloper was answering: 'close' has fired already, so
+  // nothing would seal a profile opened now (and it would hold the promise hooks on).
+  if (reply.raw.destroyed) return next();
   let state: ProfiledResponse;
   try {
     state = instrument(cfg, request, reply, owner);
