@@ -809,6 +809,37 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
     expect(new Set(names(json.root))).toEqual(new Set(['tick']));
   });
 
+  it('C8: a client gone before an async isDeveloper answers: no profile is opened, since no close would seal it', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let asked!: () => void;
+    const askedP = new Promise<void>((r) => (asked = r));
+    const inHandler: Array<Profile | undefined> = [];
+    let asking: FastifyRequest | undefined;
+    const isDeveloper = async (req: FastifyRequest) => {
+      asking = req;
+      asked();
+      await gate;
+      return true;
+    };
+    const app = await build({ isDeveloper }, (a) => {
+      a.get('/', async () => {
+        inHandler.push(currentProfile());
+        return 'x';
+      });
+    });
+    const port = await listen(app);
+    const before = openProfiles();
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    await askedP;
+    socket.destroy();
+    await until(() => asking!.raw.destroyed, 'the server to see the client go');
+    release();
+    await until(() => inHandler.length === 1, 'the handler');
+    expect(inHandler).toEqual([undefined]);
+    expect(openProfiles()).toBe(before);
+  });
+
   it('C8: a client that aborts mid-handler: the profile is sealed once, marked aborted, and later steps do not change it', async () => {
     const reported: unknown[] = [];
     let seen: Seen | undefined;
