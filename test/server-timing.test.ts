@@ -121,6 +121,12 @@ function wellFormed(s: string): string {
   return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
+/** desc keeps the first 96 UTF-16 units, one fewer rather than half a surrogate pair. */
+function first96(s: string): string {
+  if (s.length <= 96) return s;
+  return /[\uD800-\uDBFF]/.test(s[95]!) ? s.slice(0, 95) : s.slice(0, 96);
+}
+
 function setOnRealResponse(value: string): void {
   const res = new ServerResponse(new IncomingMessage(new Socket()));
   res.setHeader('Server-Timing', value);
@@ -249,19 +255,26 @@ describe('B2/B3: any names give a valid, ASCII, settable header', () => {
             // desc is left out only when the token alone says it all.
             const desc = m.description === undefined ? m.name : decodeURIComponent(m.description);
             if (name.length <= 96) expect(desc).toBe(wellFormed(name));
-            else expect(desc).toBe(wellFormed(name.slice(0, 96)));
+            else expect(desc).toBe(wellFormed(first96(name)));
             expect(Math.abs(m.duration - d)).toBeLessThanOrEqual(0.05 + 1e-9);
           });
           cats.forEach((cat, k) => {
             const m = metrics[steps.length + k]!;
             const count = customs.filter(([c]) => c === cat).length;
-            expect(decodeURIComponent(m.description!)).toBe(wellFormed(`${cat} (${count})`.slice(0, 96)));
+            expect(decodeURIComponent(m.description!)).toBe(wellFormed(first96(`${cat} (${count})`)));
           });
           expect(metrics[metrics.length - 1]!.name).toBe('total');
         },
       ),
       { numRuns: 2000 },
     );
+  });
+
+  test('a long desc is cut without splitting a surrogate pair', () => {
+    const v = renderServerTiming(profileJSON([leaf('a'.repeat(95) + '😀'), leaf('b'.repeat(94) + '😀x')]));
+    const [m1, m2] = parseHeader(v);
+    expect(decodeURIComponent(m1!.description!)).toBe('a'.repeat(95));
+    expect(decodeURIComponent(m2!.description!)).toBe('b'.repeat(94) + '😀');
   });
 
   test('B2: a name with CR LF cannot inject a header', async () => {

@@ -91,7 +91,11 @@ export function token(name: string): string {
 
 /** The inside of a quoted-string: ASCII only, `%`-encoding what is not (so `\u` is never needed). */
 export function quoted(s: string): string {
-  if (s.length > MAX_DESC) s = s.slice(0, MAX_DESC);
+  if (s.length > MAX_DESC) {
+    // Not between the halves of a pair, which would show as U+FFFD where an emoji was.
+    const end = (s.charCodeAt(MAX_DESC - 1) & 0xfc00) === 0xd800 ? MAX_DESC - 1 : MAX_DESC;
+    s = s.slice(0, end);
+  }
   let out = '';
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
