@@ -384,6 +384,14 @@ function matrixRoutes(app: FastifyInstance): void {
     else raw.writeHead(202, 'Accepted Later');
     raw.end('<html><body>shape</body></html>');
   });
+  app.get('/returned', async (_req, reply) => {
+    reply.type('Text/HTML; Charset=UTF-8');
+    return step('render', () => HTML);
+  });
+  // An auth-style hook that answers before the handler.
+  app.get('/early-reply', { onRequest: (_req, reply, done) => void reply.code(401).type('text/html').send('<html><body>who?</body></html>') }, async () => 'never');
+  app.get('/pre-handler-reply', { preHandler: async (_req, reply) => reply.type('text/html').send('<html><body>cached</body></html>') }, async () => 'never');
+  app.setNotFoundHandler(async (_req, reply) => reply.code(404).type('text/html').send('<html><body>not here</body></html>'));
   app.get('/write-then-end', (_req, reply) => {
     reply.hijack();
     reply.raw.setHeader('content-type', 'text/html');
@@ -433,7 +441,10 @@ const MATRIX: Row[] = [
   { path: '/etag', body: 'comment' },
   { path: '/redirect', body: 'same', status: 302 },
   { path: '/throws', body: 'same', status: 500 },
-  { path: '/missing', body: 'same', status: 404 },
+  { path: '/missing', body: 'comment', status: 404 },
+  { path: '/returned', body: 'comment' },
+  { path: '/early-reply', body: 'comment', status: 401 },
+  { path: '/pre-handler-reply', body: 'comment' },
   { path: '/hijack', body: 'same', ours: false },
   { path: '/write-head/status', body: 'same', ours: false },
   { path: '/write-head/message-object', body: 'same', ours: false, status: 201 },
