@@ -2,6 +2,7 @@ import { als, closeProfile, runInProfile } from './context.js';
 import { report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
+import { instrument } from './instrument/channels.js';
 import { Profile } from './profile.js';
 import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
 
@@ -88,6 +89,7 @@ export async function withProfile<T>(
   options?: CoreOptions,
 ): Promise<{ result: Awaited<T>; profile: Profile }> {
   const config = resolveCore(checkObject(options, CORE_KEYS, 'withProfile'));
+  if (config.instrument) instrument();
   const profile = new Profile(toText(name, config.maxNameLength), config);
   try {
     const result = await runInProfile(profile, fn);

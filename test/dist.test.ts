@@ -14,7 +14,7 @@ const ENTRY_FILES = ['dist/src/index.js', 'dist/adapters/express.js', 'dist/adap
 
 /** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
 const EXPORTS: Record<string, string[]> = {
-  miniprof: ['currentProfile', 'memoryStore', 'redisStore', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
+  miniprof: ['currentProfile', 'instrument', 'instrumentPg', 'memoryStore', 'redisStore', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
   'miniprof/express': ['default', 'miniprof'],
   'miniprof/fastify': ['default', 'miniprof'],
 };

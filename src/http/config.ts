@@ -1,5 +1,6 @@
 import { codedError, describe } from '../errors.js';
 import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../options.js';
+import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
 
@@ -65,6 +66,7 @@ export function resolveHttp<Req>(
 ): HttpConfig<Req> {
   const o = checkObject(options, [...HTTP_KEYS, ...extraKeys], what);
   const core = resolveCore(o);
+  if (core.instrument) instrument();
   let isDeveloper = fnOption<((req: Req) => unknown) | undefined>(o, 'isDeveloper', undefined);
   if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
     isDeveloper = (req) => isLoopback(peer(req));

@@ -23,34 +23,45 @@ export interface Row {
   duplicate: boolean;
 }
 
-/** Pre-order rows: each step, then its custom timings, then its children. Iterative. */
+/**
+ * Pre-order rows: each step, then what happened inside it (its custom timings and its child
+ * steps) in order of start. Iterative, so no tree shape can overflow the stack.
+ */
 export function rows(p: ProfileJSON): Row[] {
   const out: Row[] = [];
-  const stack: [TimingJSON, number][] = [[p.root, 0]];
+  const stack: (TimingJSON | Row)[] = [p.root];
+  const depths: number[] = [0];
   while (stack.length > 0) {
-    const [t, depth] = stack.pop()!;
+    const t = stack.pop()!;
+    const depth = depths.pop()!;
+    if ('kind' in t) {
+      out.push(t);
+      continue;
+    }
     out.push({ kind: 'step', depth, label: t.name, startMs: t.startMs, durationMs: t.durationMs, error: t.error === true, unfinished: t.unfinished === true, duplicate: false });
-    if (t.custom !== undefined) pushCustom(out, t.custom, depth + 1);
-    for (let i = t.children.length - 1; i >= 0; i--) stack.push([t.children[i]!, depth + 1]);
+    const inside: (TimingJSON | Row)[] = [...customRows(t.custom ?? [], depth + 1), ...t.children];
+    inside.sort((a, b) => a.startMs - b.startMs);
+    for (let i = inside.length - 1; i >= 0; i--) {
+      stack.push(inside[i]!);
+      depths.push(depth + 1);
+    }
   }
   return out;
 }
 
-function pushCustom(out: Row[], custom: CustomTimingJSON[], depth: number): void {
+function customRows(custom: CustomTimingJSON[], depth: number): Row[] {
   const counts = new Map<string, number>();
   if (hasDuplicate(custom)) for (const c of custom) counts.set(key(c), (counts.get(key(c)) ?? 0) + 1);
-  for (const c of custom) {
-    out.push({
-      kind: 'custom',
-      depth,
-      label: `[${c.category}] ${c.command}`,
-      startMs: c.startMs,
-      durationMs: c.durationMs,
-      error: c.error === true,
-      unfinished: c.unfinished === true,
-      duplicate: (counts.get(key(c)) ?? 0) > 1,
-    });
-  }
+  return custom.map((c) => ({
+    kind: 'custom',
+    depth,
+    label: `[${c.category}] ${c.command}`,
+    startMs: c.startMs,
+    durationMs: c.durationMs,
+    error: c.error === true,
+    unfinished: c.unfinished === true,
+    duplicate: (counts.get(key(c)) ?? 0) > 1,
+  }));
 }
 
 function key(c: CustomTimingJSON): string {

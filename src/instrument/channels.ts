@@ -1,0 +1,130 @@
+import dc from 'node:diagnostics_channel';
+import type { ClientRequest } from 'node:http';
+import { closeCall, openCall, type OpenCall } from './record.js';
+
+/**
+ * Outgoing calls timed through `diagnostics_channel`, without patching any library: the libraries
+ * publish, miniprof listens. Every handler starts with `openCall`, which is one `getStore()` and a
+ * branch when the calling context has no live profile; only then is the command text built.
+ *
+ * Channels (names as the libraries publish them):
+ * - `undici:request:create` / `:headers` / `:error`: global `fetch` and undici. `create` fires in
+ *   the caller's context; the rest are matched to it by the request object (a WeakMap).
+ * - `http.client.request.start` / `http.client.response.finish` / `http.client.request.error`:
+ *   Node's `http`/`https` client. A request that closes without a response is an error (the
+ *   `error` channel is missing on older Node 20 releases).
+ * - TracingChannels `ioredis:command` (ioredis 5.11+), `node-redis:command` (@redis/client 5.12+),
+ *   `mysql2:query` and `mysql2:execute` (mysql2 3.20+). A call ends at `asyncEnd` (the promise
+ *   settled or the callback ran), never at `end`, which fires as soon as the call returns.
+ */
+let subscribed = false;
+
+/**
+ * Subscribe to the channels above, once per process (later calls do nothing). The adapters and
+ * `withProfile` call it at setup unless `instrument: false`; call it yourself if you only use
+ * `step()` under your own profiles.
+ *
+ * @example
+ * import { instrument } from 'miniprof';
+ * instrument();
+ */
+export function instrument(): void {
+  if (subscribed) return;
+  subscribed = true;
+  undici();
+  httpClient();
+  traced('ioredis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 0));
+  traced('node-redis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 1));
+  traced('mysql2:query', 'sql', sqlOf);
+  traced('mysql2:execute', 'sql', sqlOf);
+}
+
+type Ctx = Record<string, unknown> & { error?: unknown };
+
+/** `GET key`: the command name and the key (the libraries already drop values they deem unsafe). */
+function redisCommand(command: unknown, args: unknown, keyAt: number): string {
+  const name = String(command).toUpperCase();
+  const key = Array.isArray(args) && args.length > keyAt ? args[keyAt] : undefined;
+  return key === undefined ? name : `${name} ${String(key)}`;
+}
+
+function sqlOf(ctx: Ctx): string {
+  return String(ctx.query ?? '');
+}
+
+/**
+ * One TracingChannel: open at `start` (the caller's context), close at `asyncEnd`, or at `end`
+ * when the call threw synchronously (then there is no async part).
+ */
+function traced(name: string, category: string, command: (ctx: Ctx) => string): void {
+  const open = new WeakMap<object, OpenCall>();
+  dc.tracingChannel(name).subscribe({
+    start(ctx: Ctx) {
+      const call = openCall(category, command, ctx);
+      if (call !== undefined) open.set(ctx, call);
+    },
+    end(ctx: Ctx) {
+      if (ctx.error !== undefined && open.has(ctx)) {
+        closeCall(open.get(ctx), true);
+        open.delete(ctx);
+      }
+    },
+    asyncStart() {},
+    asyncEnd(ctx: Ctx) {
+      const call = open.get(ctx);
+      if (call === undefined) return;
+      closeCall(call, ctx.error !== undefined);
+      open.delete(ctx);
+    },
+    error() {},
+  } as never);
+}
+
+interface UndiciRequest {
+  method: string;
+  origin: unknown;
+  path: string;
+}
+
+function undici(): void {
+  const open = new WeakMap<object, OpenCall>();
+  dc.subscribe('undici:request:create', (m) => {
+    const { request } = m as { request: UndiciRequest };
+    const call = openCall('http', (r: UndiciRequest) => `${r.method} ${String(r.origin)}${r.path}`, request);
+    if (call !== undefined) open.set(request, call);
+  });
+  const settle = (failed: boolean) => (m: unknown) => {
+    const { request } = m as { request: object };
+    const call = open.get(request);
+    if (call === undefined) return;
+    closeCall(call, failed);
+    open.delete(request);
+  };
+  dc.subscribe('undici:request:headers', settle(false));
+  dc.subscribe('undici:request:error', settle(true));
+}
+
+function httpCommand(req: ClientRequest): string {
+  const host = req.getHeader('host');
+  return `${req.method} ${req.protocol}//${host === undefined ? req.host : String(host)}${req.path}`;
+}
+
+function httpClient(): void {
+  const open = new WeakMap<object, OpenCall>();
+  const close = (req: object, failed: boolean): void => {
+    const call = open.get(req);
+    if (call === undefined) return;
+    closeCall(call, failed);
+    open.delete(req);
+  };
+  dc.subscribe('http.client.request.start', (m) => {
+    const { request } = m as { request: ClientRequest };
+    const call = openCall('http', httpCommand, request);
+    if (call === undefined) return;
+    open.set(request, call);
+    // Listening for `close` changes nothing for the app (unlike an `error` listener would).
+    request.once('close', () => close(request, true));
+  });
+  dc.subscribe('http.client.response.finish', (m) => close((m as { request: object }).request, false));
+  dc.subscribe('http.client.request.error', (m) => close((m as { request: object }).request, true));
+}

@@ -1,0 +1,41 @@
+import { als } from '../context.js';
+import { toText } from '../names.js';
+import type { Profile } from '../profile.js';
+import { CustomNode, F_ERROR, parentIn, RUNNING } from '../timing.js';
+
+/** A custom timing opened by an instrumentation, to be closed by a later event. */
+export interface OpenCall {
+  readonly profile: Profile;
+  readonly node: CustomNode;
+}
+
+/**
+ * Open a custom timing on the current step, if this async context has a live profile. The
+ * command is built by `command(arg)` only then, so an event outside a profile costs one
+ * `getStore()` and a branch. Returns undefined when nothing is recorded.
+ */
+export function openCall<A>(category: string, command: (arg: A) => string, arg: A): OpenCall | undefined {
+  const scope = als.getStore();
+  if (scope === undefined || scope.profile === null) return undefined;
+  const profile = scope.profile;
+  if (profile.count >= profile.config.maxSteps) {
+    profile.droppedSteps++;
+    return undefined;
+  }
+  profile.count++;
+  const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.now());
+  const parent = parentIn(scope);
+  if (parent.custom === null) parent.custom = [c];
+  else parent.custom.push(c);
+  return { profile, node: c };
+}
+
+/** Close it (once): a call that ends after its profile was sealed changes nothing. */
+export function closeCall(call: OpenCall | undefined, failed: boolean): void {
+  if (call === undefined) return;
+  const { profile, node } = call;
+  if (profile.sealed || node.durationMs !== RUNNING) return;
+  const d = profile.now() - node.startMs;
+  node.durationMs = d > 0 ? d : 0;
+  if (failed) node.flags |= F_ERROR;
+}

@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import http, { type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import mysql from 'mysql2';
+import { instrument, renderText, step, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
+import { deferred, fakeClock, fixed, type FakeClock } from './helpers/clock.js';
+import { freePort, startRedis, type RedisServer } from './helpers/redis-server.js';
+
+// Counts every command text built by an instrumentation: the proof that, outside a profile, the
+// subscribers stop at the getStore() branch and build (allocate) nothing.
+const built = vi.hoisted(() => ({ n: 0 }));
+vi.mock('../src/names.js', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../src/names.js')>();
+  return {
+    ...real,
+    toText: (v: unknown, max: number) => {
+      built.n++;
+      return real.toText(v, max);
+    },
+  };
+});
+
+let redis: RedisServer;
+let web: Server;
+let base: string;
+/** Moved by the HTTP server before it answers, so durations are exact over real sockets. */
+let clock: FakeClock;
+
+beforeAll(async () => {
+  instrument();
+  redis = await startRedis();
+  web = http.createServer((req, res) => {
+    clock.t += 7;
+    res.writeHead(req.url!.startsWith('/missing') ? 404 : 200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  });
+  await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await redis?.kill();
+  await new Promise((r) => web?.close(r));
+});
+
+function customs(profile: Profile): CustomTimingJSON[] {
+  const out: CustomTimingJSON[] = [];
+  const walk = (t: ReturnType<Profile['toJSON']>['root']): void => {
+    if (t.custom !== undefined) out.push(...t.custom);
+    t.children.forEach(walk);
+  };
+  walk(profile.toJSON().root);
+  return out;
+}
+
+function httpGet(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('HTTP: fetch (undici) and the http client, against a real server', () => {
+  test('fetch: one custom timing per call, on the current step, to the response headers; query values masked', async () => {
+    clock = fakeClock();
+    const { profile } = await withProfile(
+      'job',
+      async () => {
+        await step('load avatar', async () => {
+          const res = await fetch(`${base}/users/42/avatar?size=64&token=s3cret`);
+          await res.text();
+        });
+        const res = await fetch(`${base}/missing`, { method: 'POST', body: 'x' });
+        await res.text();
+      },
+      fixed(clock),
+    );
+    expect(renderText(profile)).toBe(
+      [
+        'web-1 at 2026-11-29T12:00:00.000Z',
+        ' job = 14.0ms',
+        `> [http] POST ${base}/missing = 7.0ms`,
+        '> load avatar = 7.0ms',
+        `>> [http] GET ${base}/users/?/avatar?size=?&token=? = 7.0ms`,
+        'http 2 x 14.0ms',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  test('node:http client: the same shape, and a failed connection is an error', async () => {
+    clock = fakeClock();
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const { profile } = await withProfile(
+      'job',
+      async () => {
+        expect(await httpGet(`${base}/a?b=c`)).toBe(200);
+        // The app's own error handling sees exactly what it would without miniprof.
+        await expect(httpGet(`${closed}/x`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+        await expect(fetch(`${closed}/y`)).rejects.toThrow(TypeError);
+      },
+      fixed(clock),
+    );
+    expect(customs(profile).map(({ category, command, durationMs, error }) => ({ category, command, durationMs, error }))).toEqual([
+      { category: 'http', command: `GET ${base}/a?b=?`, durationMs: 7, error: undefined },
+      { category: 'http', command: `GET ${closed}/x`, durationMs: 0, error: true },
+      { category: 'http', command: `GET ${closed}/y`, durationMs: 0, error: true },
+    ]);
+  });
+});
+
+describe('Redis: ioredis and node-redis against a real redis-server', () => {
+  test('ioredis: command name and key, on the current step; a failed command is an error', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+    await client.connect();
+    try {
+      const { profile } = await withProfile(
+        'job',
+        async () => {
+          await step('cache', async () => {
+            await client.set('session:abc', 'secret-value');
+            expect(await client.get('session:abc')).toBe('secret-value');
+          });
+          await expect(client.incr('session:abc')).rejects.toThrow();
+        },
+        fixed(fakeClock()),
+      );
+      const text = renderText(profile);
+      expect(text).toContain('> cache = 0.0ms\n>> [redis] SET session:abc = 0.0ms\n>> [redis] GET session:abc = 0.0ms\n');
+      expect(text).toContain('> [redis] INCR session:abc = 0.0ms (error)\n');
+      expect(text).not.toContain('secret-value');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('node-redis: command name and key; the timing ends when the reply arrives, not when the call returns', async () => {
+    const client = createClient({ url: redis.url });
+    await client.connect();
+    try {
+      const { profile } = await withProfile('job', async () => {
+        await client.set('page:home', 'x');
+        // Blocks on the server for 100 ms (no list there), then answers null.
+        expect(await client.blPop('queue:none', 0.1)).toBeNull();
+      });
+      const [set, blpop] = customs(profile);
+      expect([set!.category, set!.command, blpop!.category, blpop!.command]).toEqual(['redis', 'SET page:home', 'redis', 'BLPOP queue:none']);
+      expect(blpop!.durationMs).toBeGreaterThanOrEqual(90);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  test('ioredis: the timing ends at the reply too (asyncEnd, not end)', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+    // Connected first: ioredis traces a command when it is written, and one queued while
+    // offline is written later from the connection's own context (documented as a caveat).
+    await client.connect();
+    try {
+      const { profile } = await withProfile('job', () => client.blpop('queue:none', 0.1));
+      expect(customs(profile).map((c) => c.command)).toEqual(['BLPOP queue:none']);
+      expect(customs(profile)[0]!.durationMs).toBeGreaterThanOrEqual(90);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('two interleaved requests on one connection each get only their own commands', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port });
+    try {
+      const go = deferred();
+      const a = withProfile('a', async () => {
+        await go.promise;
+        await Promise.all([client.get('key:a1'), client.get('key:a2')]);
+      });
+      const b = withProfile('b', async () => {
+        await go.promise;
+        await client.get('key:b1');
+      });
+      // Outside both profiles: recorded nowhere.
+      const before = built.n;
+      await client.get('key:outside');
+      expect(built.n).toBe(before);
+      go.resolve();
+      const [pa, pb] = await Promise.all([a, b]);
+      expect(customs(pa.profile).map((c) => c.command)).toEqual(['GET key:a1', 'GET key:a2']);
+      expect(customs(pb.profile).map((c) => c.command)).toEqual(['GET key:b1']);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
+
+describe('mysql2 tracing channels, against mysql2’s own server protocol over a real socket', () => {
+  test('query in callback and promise form: category sql, values masked, errors flagged', async () => {
+    const server = mysql.createServer();
+    server.on('connection', (conn) => {
+      conn.serverHandshake({
+        protocolVersion: 10,
+        serverVersion: '8.0.0-miniprof-test',
+        connectionId: 1,
+        statusFlags: 2,
+        characterSet: 8,
+        capabilityFlags: 0xffffff,
+      } as never);
+      conn.on('query', (sql: string) => {
+        clock.t += 3;
+        if (sql.startsWith('fail')) conn.writeError({ code: 1064, message: 'syntax' } as never);
+        else conn.writeOk();
+      });
+      conn.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server as unknown as { _server: Server })._server.address() as AddressInfo;
+    const conn = mysql.createConnection({ host: '127.0.0.1', port: port.port, user: 'u' });
+    try {
+      clock = fakeClock();
+      const { profile } = await withProfile(
+        'job',
+        async () => {
+          await new Promise<void>((resolve, reject) =>
+            conn.query('select * from users where email = ?', ['bob@example.com'], (err) => (err ? reject(err) : resolve())),
+          );
+          await conn.promise().query('update users set seen = 1 where id = 42');
+          await expect(conn.promise().query('fail here')).rejects.toMatchObject({ message: 'syntax' });
+        },
+        fixed(clock),
+      );
+      expect(customs(profile).map(({ category, command, durationMs, error }) => ({ category, command, durationMs, error }))).toEqual([
+        { category: 'sql', command: 'select * from users where email = ?', durationMs: 3, error: undefined },
+        { category: 'sql', command: 'update users set seen = ? where id = ?', durationMs: 3, error: undefined },
+        { category: 'sql', command: 'fail here', durationMs: 3, error: true },
+      ]);
+      expect(JSON.stringify(profile.toJSON())).not.toContain('bob@example.com');
+    } finally {
+      conn.destroy();
+      server.close();
+    }
+  });
+});
+
+describe('off path: no profile, no work', () => {
+  test('calls outside any profile build nothing, and a profile open elsewhere does not see them', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port });
+    const elsewhere = deferred();
+    const other = withProfile('elsewhere', () => elsewhere.promise);
+    try {
+      const before = built.n;
+      for (let i = 0; i < 10; i++) {
+        await client.get('off:path');
+        await (await fetch(`${base}/off`)).text();
+        await httpGet(`${base}/off`);
+      }
+      expect(built.n).toBe(before);
+    } finally {
+      elsewhere.resolve();
+      client.disconnect();
+    }
+    const { profile } = await other;
+    expect(customs(profile)).toEqual([]);
+  });
+
+  test('instrument() is idempotent: one subscription, one timing per call', async () => {
+    instrument();
+    instrument();
+    clock = fakeClock();
+    const { profile } = await withProfile('job', () => fetch(`${base}/once`).then((r) => r.text()), fixed(clock));
+    expect(customs(profile)).toHaveLength(1);
+  });
+
+  test('instrument: false is accepted, and a bad value is a coded error', async () => {
+    await expect(withProfile('job', () => 0, { instrument: false })).resolves.toMatchObject({ result: 0 });
+    await expect(withProfile('job', () => 0, { instrument: 1 as never })).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_OPTION' });
+  });
+});
