@@ -32,6 +32,10 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   const results = cfg.results;
 
   function profile(req: Req, res: ServerResponse, next: Next, owner: string): void {
+    // The client left while an async isDeveloper (or an async middleware before us) was busy:
+    // 'close' has fired already, so nothing would seal a profile opened now, and it would hold
+    // the promise hooks on until maxDurationMs.
+    if (res.destroyed) return next();
     let state: ProfiledResponse;
     try {
       state = instrument(req, res, owner);
