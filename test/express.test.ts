@@ -13,7 +13,7 @@ import express4 from 'express4';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
-import { openProfiles } from '../src/context.js';
+import { als, openProfiles } from '../src/context.js';
 import { currentProfile, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { closeServers, get, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
@@ -829,6 +829,43 @@ describe.each([
       expect(seen[0]!.profile.toJSON()).toEqual(json);
     });
 
+    it.each([
+      ['an async isDeveloper', 'async-dev'],
+      ['an async middleware before miniprof', 'slow-pre'],
+    ])('C8: a client gone before miniprof runs (%s): no profile is left open', async (_name, kind) => {
+      let entered!: () => void;
+      const waiting = new Promise<void>((resolve) => (entered = resolve));
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const pause = async () => {
+        entered();
+        await gate;
+      };
+      const pre: RequestHandler[] =
+        kind === 'async-dev'
+          ? [mp({ isDeveloper: async () => (await pause(), true) })]
+          : [a(async (_req, _res, next) => (await pause(), next())), mp()];
+      let handled = false;
+      const port = await start(pre, (app) =>
+        app.get('/late', (_req, res) => {
+          capture();
+          handled = true;
+          res.type('html').send(PAGE);
+        }),
+      );
+      const req = http.get({ host: '127.0.0.1', port, path: '/late', agent: false });
+      req.on('error', () => undefined);
+      await waiting;
+      req.destroy();
+      await sleep(20);
+      release();
+      await waitFor(() => handled, 3000, 'handler ran');
+      // Its 'close' had fired: a profile opened now would never be sealed (and would keep the
+      // promise hooks on until maxDurationMs), so the request goes on unprofiled.
+      expect(seen).toEqual([]);
+      expect(openProfiles()).toBe(0);
+    });
+
     it('C10: an error thrown in a route reaches the app error handler as the same object', async () => {
       const errors = [new Error('sync'), new TypeError('in step'), new RangeError('async in step')];
       const notError = { custom: 'thrown object' };
@@ -854,14 +891,10 @@ describe.each([
             });
           }),
         );
-        app.get('/e3', (_req, _res, next) => {
+        app.get('/e3', () => {
           capture();
           step('non-error', () => {
-            try {
-              throw notError;
-            } catch (e) {
-              next(e);
-            }
+            throw notError;
           });
         });
         app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
@@ -928,20 +961,28 @@ describe.each([
   });
 
   describe('async context', () => {
-    it('D1: keep-alive socket, 5 requests: code before miniprof never sees a profile', async () => {
+    // Between requests miniprof releases the ALS hooks when no profile is open, which would hide
+    // a leaking enterWith; so it is also run while another developer's request holds one open.
+    it.each([false, true])('D1: keep-alive socket, 5 requests: code before miniprof never sees a profile (another open: %s)', async (hold) => {
       const before: Array<unknown> = [];
       const sockets = new Set<unknown>();
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
       const port = await start(
         [
           (req, _res, next) => {
-            sockets.add(req.socket);
-            before.push(currentProfile());
-            before.push(step('before miniprof', () => currentProfile()));
+            if (req.path.startsWith('/ka/')) {
+              sockets.add(req.socket);
+              // The raw store too: a leaked, sealed root would read as "no profile" through the API.
+              before.push(als.getStore());
+              before.push(currentProfile());
+              before.push(step('before miniprof', () => currentProfile()));
+            }
             next();
           },
           mp(),
         ],
-        (app) =>
+        (app) => {
           app.get(
             '/ka/:n',
             a(async (req, res) => {
@@ -949,8 +990,18 @@ describe.each([
               await step(`request ${req.params.n}`, () => sleep(1));
               res.type('html').send(PAGE);
             }),
-          ),
+          );
+          app.get(
+            '/hold',
+            a(async (_req, res) => {
+              await gate;
+              res.json({});
+            }),
+          );
+        },
       );
+      const held = hold ? get(port, '/hold') : undefined;
+      if (hold) await waitFor(() => openProfiles() === 1, 3000, 'the held request is profiled');
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
       try {
         for (let n = 0; n < 5; n++) {
@@ -960,9 +1011,11 @@ describe.each([
         }
       } finally {
         agent.destroy();
+        release();
       }
+      if (held !== undefined) expect((await held).status).toBe(200);
       expect(sockets.size).toBe(1);
-      expect(before).toEqual(new Array(10).fill(undefined));
+      expect(before).toEqual(new Array(15).fill(undefined));
       for (let n = 0; n < 5; n++) expect(names((await sealed(seen[n])).root)).toEqual({ [`GET /ka/${n}`]: [`request ${n}`] });
     });
 
