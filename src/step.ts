@@ -129,8 +129,23 @@ function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T):
   }
   // The part before the first await: the event loop was blocked for this long.
   t.syncMs = profile.now() - t.startMs;
+  if (then === nativeThen && r instanceof Promise && r.constructor === Promise) {
+    // The common case, a native promise: two closures per step instead of settle()'s four.
+    return r.then(
+      (v: unknown) => {
+        endStep(profile, t, 0);
+        return v;
+      },
+      (err: unknown) => {
+        endStep(profile, t, F_ERROR);
+        throw err;
+      },
+    ) as T;
+  }
   return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
 }
+
+const nativeThen = Promise.prototype.then;
 
 function open(scope: TimingNode, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
