@@ -1242,6 +1242,29 @@ describe('async context (D1, D2, D5)', () => {
     expect(before).toEqual([undefined, undefined, undefined, undefined, undefined]);
   });
 
+  it('D1: three pipelined requests on one socket: each gets its own profile, and code before the plugin sees none', async () => {
+    const before: Array<Profile | undefined> = [];
+    const app = await build(null, (a) => {
+      a.addHook('onRequest', (_req, _reply, done) => {
+        before.push(currentProfile());
+        done();
+      });
+      a.register(miniprof, { isDeveloper: () => true });
+      a.get('/p/:n', async (req) => {
+        const n = (req.params as { n: string }).n;
+        await step(`pipelined ${n}`, () => sleep(3 - Number(n)));
+        return { n };
+      });
+    });
+    const port = await listen(app);
+    const req = (n: number, last = false) => `GET /p/${n} HTTP/1.1\r\nHost: x\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
+    const raw = (await rawExchange(port, req(0) + req(1) + req(2, true))).toString('latin1');
+    const heads = [...raw.matchAll(/server-timing: ([^\r]*)/gi)].map((m) => m[1]!.replace(/dur=[\d.]+/g, 'dur=X'));
+    expect(heads).toEqual([0, 1, 2].map((n) => `pipelined_${n};dur=X;desc="pipelined ${n}", total;dur=X`));
+    expect([...raw.matchAll(/\{"n":"(\d)"\}/g)].map((m) => m[1])).toEqual(['0', '1', '2']);
+    expect(before).toEqual([undefined, undefined, undefined]);
+  });
+
   it('D1: five app.inject() calls: the hook before the plugin and the test\'s own context never see a store', async () => {
     const before: Array<Profile | undefined> = [];
     const inside: boolean[] = [];
