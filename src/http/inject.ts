@@ -35,12 +35,17 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
   if (mime !== 'text/html' && mime !== 'application/xhtml+xml') return skip(`content-type ${mime || 'unset'}`);
   const enc = headerString(h.getHeader('content-encoding')).trim().toLowerCase();
   if (enc !== '' && enc !== 'identity') return skip(`already encoded (${enc})`);
-  if (/(?:^|,)\s*no-transform\s*(?:,|$)/i.test(headerString(h.getHeader('cache-control')))) return skip('no-transform');
+  if (noTransform(h)) return skip('no-transform');
   const m = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type);
   if (m === null) return 'ascii';
   const charset = m[1]!;
   if (!ASCII_COMPATIBLE.test(charset)) return skip(`charset ${charset} is not ASCII-compatible`);
   return charset === 'utf-8' || charset === 'utf8' ? 'utf8' : 'ascii';
+}
+
+/** The app asked that nothing between it and the client change the body (RFC 9111, 5.2.2.6). */
+export function noTransform(h: HeaderView): boolean {
+  return /(?:^|,)\s*no-transform\s*(?:,|$)/i.test(headerString(h.getHeader('cache-control')));
 }
 
 function skip(why: string): null {

@@ -6,7 +6,7 @@ import { Profile, type ProfileJSON } from '../profile.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
-import { injectable, splice, type Body, type HeaderView } from './inject.js';
+import { injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
@@ -90,7 +90,8 @@ export class ProfiledResponse {
   writeHeaders(res: ServerResponse): void {
     if (this.hijacked) return;
     try {
-      res.setHeader('Cache-Control', 'private, no-store');
+      // no-transform stays: compression() reads it in a header hook that runs after this one.
+      res.setHeader('Cache-Control', noTransform(res) ? 'private, no-store, no-transform' : 'private, no-store');
       res.removeHeader('ETag');
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(res, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
