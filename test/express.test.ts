@@ -612,7 +612,7 @@ describe.each([
         );
         expect(r.body.toString()).toBe(PAGE);
         expect(header(r, 'server-timing')).toBe('total;dur=0.0');
-        expect(header(r, 'cache-control')).toContain('private, no-store');
+        expect(header(r, 'cache-control')).toBe('private, no-store, no-transform');
       });
 
       it('a utf-16 page', async () => {
@@ -742,6 +742,23 @@ describe.each([
             else expect(body).toBe(BIG);
           });
         }
+      }
+    });
+
+    it('C5: Cache-Control: no-transform keeps compression() away, profiled or not', async () => {
+      const nt = (app: Express) =>
+        app.get('/nt-big', (_req, res) => {
+          res.set('Cache-Control', 'no-transform');
+          res.type('html').send(BIG);
+        });
+      const req = { path: '/nt-big', headers: { 'Accept-Encoding': 'gzip' } };
+      const plain = await raw(await start([compression()], nt), req);
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      for (const chain of [[compression(), mp()], [mp(), compression()]]) {
+        const r = await raw(await start(chain, nt), req);
+        expect(r.headers['content-encoding']).toBeUndefined();
+        expect(r.payload.toString()).toBe(BIG);
+        expect(header(r, 'cache-control')).toBe('private, no-store, no-transform');
       }
     });
 
