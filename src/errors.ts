@@ -11,11 +11,15 @@ export const defaultOnInternalError: InternalErrorHandler = (err) => {
 
 /**
  * Report one of the profiler's own faults without ever throwing into the app: a handler that
- * throws is itself only logged.
+ * throws is itself only logged, and so is an async handler that rejects (left alone, that
+ * rejection would be unhandled and, by Node's default, end the process).
  */
 export function report(handler: InternalErrorHandler, err: unknown): void {
   try {
-    handler(err);
+    const r = handler(err) as unknown;
+    if (r !== null && typeof r === 'object' && typeof (r as { then?: unknown }).then === 'function') {
+      (r as PromiseLike<unknown>).then(undefined, (inner: unknown) => debug('onInternalError rejected: %s', String(inner)));
+    }
   } catch (inner) {
     debug('onInternalError threw: %s', String(inner));
   }
