@@ -821,6 +821,46 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
     expect(new Set(names(json.root))).toEqual(new Set(['tick']));
   });
 
+  it('E3: an event stream that outlives maxDurationMs: sealed once while still streaming, and the stream goes on untouched', async () => {
+    let seen: Seen | undefined;
+    let closed = false;
+    const app = await build({ isDeveloper: () => true, maxDurationMs: 30 }, (a) =>
+      a.get('/events', (req, reply) => {
+        seen = watch(currentProfile());
+        const out = new PassThrough();
+        let n = 0;
+        const timer = setInterval(() => step('tick', () => out.write(`data: ${n++}\n\n`)), 2);
+        req.raw.once('close', () => {
+          clearInterval(timer);
+          closed = true;
+        });
+        void reply.type('text/event-stream').send(out);
+      }),
+    );
+    const port = await listen(app);
+    const before = openProfiles();
+    let text = '';
+    const req = http.get({ host: '127.0.0.1', port, path: '/events', agent: false }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+    });
+    req.on('error', () => undefined);
+    await until(() => seen !== undefined && seen.profile.sealed, 'the maxDurationMs seal');
+    expect(openProfiles()).toBe(before);
+    const atSeal = text.length;
+    await until(() => text.length > atSeal + 40, 'more events after the seal');
+    req.destroy();
+    await until(() => closed, 'the stream to close');
+    await sleep(5);
+    expect(seen!.seals).toBe(1);
+    expect(openProfiles()).toBe(before);
+    const json = seen!.profile.toJSON();
+    expect(json.warnings.some((w) => w.includes('maxDurationMs'))).toBe(true);
+    expect(new Set(names(json.root))).toEqual(new Set(['tick']));
+    const events = text.split('\n\n').filter((e) => e !== '');
+    expect(events.slice(0, -1)).toEqual(events.slice(0, -1).map((_, i) => `data: ${i}`));
+  });
+
   it('C8: a client gone before an async isDeveloper answers: no profile is opened, since no close would seal it', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -1135,8 +1175,9 @@ describe('async context (D1, D2, D5)', () => {
     expect(header(rj, 'server-timing')).toMatch(/^J_preParsing;dur=.*J_handler;dur=[^,]*, total;dur=/);
   });
 
-  it('D5: 200 concurrent real-socket requests with random awaits, nested and Promise.all steps: every tree holds only its own names', async () => {
+  it('D5: 200 concurrent real-socket requests (1 in 4 not from a developer) with random awaits, nested and Promise.all steps: every tree holds only its own names', async () => {
     const profiles = new Map<string, ProfileJSON>();
+    const unprofiled: string[] = [];
     const pending: Array<Promise<void>> = [];
     const jitter = async () => {
       const r = Math.random();
@@ -1144,7 +1185,7 @@ describe('async context (D1, D2, D5)', () => {
       else if (r < 0.6) await new Promise((res) => setImmediate(res));
       else await null;
     };
-    const app = await build({ isDeveloper: () => true }, (a) => {
+    const app = await build(byHeader, (a) => {
       a.addHook('preHandler', async (req) => {
         const id = (req.params as { id: string }).id;
         await jitter();
@@ -1152,8 +1193,9 @@ describe('async context (D1, D2, D5)', () => {
       });
       const handler = async (req: FastifyRequest) => {
         const id = (req.params as { id: string }).id;
-        const p = currentProfile()!;
-        pending.push(until(() => p.sealed, 'seal').then(() => void profiles.set(id, p.toJSON())));
+        const p = currentProfile();
+        if (p === undefined) unprofiled.push(id);
+        else pending.push(until(() => p.sealed, 'seal').then(() => void profiles.set(id, p.toJSON())));
         await step(`${id}:outer`, async () => {
           await jitter();
           await Promise.all([
@@ -1177,8 +1219,10 @@ describe('async context (D1, D2, D5)', () => {
       new Promise<{ id: string; st: string; body: string }>((resolve, reject) => {
         const id = `r${i}`;
         const post = i % 2 === 1;
+        const headers: Record<string, string> = i % 4 === 0 ? {} : { ...dev };
+        if (post) headers['content-type'] = 'application/json';
         const req = http.request(
-          { host: '127.0.0.1', port, path: `/d5/${id}`, method: post ? 'POST' : 'GET', agent, headers: post ? { 'content-type': 'application/json' } : {} },
+          { host: '127.0.0.1', port, path: `/d5/${id}`, method: post ? 'POST' : 'GET', agent, headers },
           (res) => {
             let body = '';
             res.setEncoding('utf8');
@@ -1192,10 +1236,15 @@ describe('async context (D1, D2, D5)', () => {
     const results = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i)));
     agent.destroy();
     await Promise.all(pending);
-    expect(profiles.size).toBe(200);
+    expect(profiles.size).toBe(150);
+    expect(unprofiled.sort()).toEqual(Array.from({ length: 50 }, (_, i) => `r${i * 4}`).sort());
     let foreign = 0;
     for (const { id, st, body } of results) {
       expect(JSON.parse(body)).toEqual({ id });
+      if (unprofiled.includes(id)) {
+        expect(st).toBe('undefined');
+        continue;
+      }
       const tree = profiles.get(id)!;
       const all = names(tree.root);
       foreign += all.filter((n) => !n.startsWith(`${id}:`)).length;
