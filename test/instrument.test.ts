@@ -4,6 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import mysql from 'mysql2';
+import express from 'express';
+import Fastify from 'fastify';
+import { miniprof as expressMiniprof } from '../adapters/express.js';
+import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { instrument, renderText, step, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
 import { deferred, fakeClock, fixed, type FakeClock } from './helpers/clock.js';
 import { freePort, startRedis, type RedisServer } from './helpers/redis-server.js';
@@ -277,5 +281,71 @@ describe('off path: no profile, no work', () => {
   test('instrument: false is accepted, and a bad value is a coded error', async () => {
     await expect(withProfile('job', () => 0, { instrument: false })).resolves.toMatchObject({ result: 0 });
     await expect(withProfile('job', () => 0, { instrument: 1 as never })).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_OPTION' });
+  });
+});
+
+describe('through the adapters: the outgoing calls of a developer request show in its outputs', () => {
+  async function page(fetchPath: string, client: Redis): Promise<string> {
+    const res = await fetch(`${base}${fetchPath}`);
+    await res.text();
+    await client.get('user:abc');
+    return '<html><body>hi</body></html>';
+  }
+
+  function expected(): { comment: string; serverTiming: string } {
+    return {
+      comment: [
+        '<!--',
+        'web-1 at 2026-11-29T12:00:00.000Z',
+        'Path: GET /page',
+        ' GET /page = 7.0ms',
+        `> [http] GET ${base}/users/??token=? = 7.0ms`,
+        '> [redis] GET user:abc = 0.0ms',
+        'http 1 x 7.0ms',
+        'redis 1 x 0.0ms',
+        '-->',
+      ].join('\n'),
+      serverTiming: 'http;dur=7.0;desc="http (1)", redis;dur=0.0;desc="redis (1)", total;dur=7.0',
+    };
+  }
+
+  test('Express: HTML comment and Server-Timing', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+    await client.connect();
+    clock = fakeClock();
+    const app = express();
+    app.use(expressMiniprof({ isDeveloper: () => true, ...fixed(clock) }));
+    app.get('/page', (_req, res, next) => {
+      page('/users/42?token=s3cret', client).then((html) => res.type('html').send(html), next);
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/page`);
+      const body = await res.text();
+      expect(body).toBe(`<html><body>hi${expected().comment}</body></html>`);
+      expect(res.headers.get('server-timing')).toBe(expected().serverTiming);
+    } finally {
+      client.disconnect();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  test('Fastify: HTML comment and Server-Timing', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+    await client.connect();
+    clock = fakeClock();
+    const app = Fastify();
+    await app.register(fastifyMiniprof, { isDeveloper: () => true, ...fixed(clock) });
+    app.get('/page', async (_req, reply) => reply.type('text/html').send(await page('/users/42?token=s3cret', client)));
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`${url}/page`);
+      expect(await res.text()).toBe(`<html><body>hi${expected().comment}</body></html>`);
+      expect(res.headers.get('server-timing')).toBe(expected().serverTiming);
+    } finally {
+      client.disconnect();
+      await app.close();
+    }
   });
 });
