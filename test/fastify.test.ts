@@ -138,9 +138,9 @@ function oneCommentMore(dev: Buffer, base: Buffer): string {
   return Buffer.from(found[0]!, 'latin1').toString('utf8');
 }
 
-/** Poll (on the event loop, not the clock) until `cond` holds; fails after ~2 s. */
+/** Wait until `cond` holds, polling every 5 ms; fails after ~10 s (a wait, never a speed check). */
 async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 2000; i++) {
     if (cond()) return;
     await sleep(5);
   }
@@ -232,6 +232,19 @@ describe('who is a developer (A1, A2)', () => {
       if (faults) expect((reported[0] as Error).message).toBe('gate broke');
     });
   }
+
+  it('A1: isDeveloper sees what an onRequest hook registered before the plugin put on the request (an auth step)', async () => {
+    const app = await build(null, (a) => {
+      a.decorateRequest('user', null);
+      a.addHook('onRequest', async (req) => {
+        (req as FastifyRequest & { user: unknown }).user = req.headers.authorization === 'Bearer admin' ? { admin: true } : { admin: false };
+      });
+      a.register(miniprof, { isDeveloper: (req) => (req as FastifyRequest & { user: { admin: boolean } | null }).user?.admin === true });
+      a.get('/', async () => ({ profiled: currentProfile() !== undefined }));
+    });
+    expect((await app.inject({ url: '/', headers: { authorization: 'Bearer admin' } })).json()).toEqual({ profiled: true });
+    expect((await app.inject({ url: '/', headers: { authorization: 'Bearer someone' } })).json()).toEqual({ profiled: false });
+  });
 
   it('A2: unset isDeveloper => only loopback peers, judged from the socket address (inject fakes it)', async () => {
     let profiled = 0;
@@ -392,6 +405,8 @@ function matrixRoutes(app: FastifyInstance): void {
   app.get('/early-reply', { onRequest: (_req, reply, done) => void reply.code(401).type('text/html').send('<html><body>who?</body></html>') }, async () => 'never');
   app.get('/pre-handler-reply', { preHandler: async (_req, reply) => reply.type('text/html').send('<html><body>cached</body></html>') }, async () => 'never');
   app.setNotFoundHandler(async (_req, reply) => reply.code(404).type('text/html').send('<html><body>not here</body></html>'));
+  app.get('/cookies', async (_req, reply) => reply.header('set-cookie', ['a=1; Path=/', 'b=2; HttpOnly']).type('text/html').send(HTML));
+  app.get('/trailer', async (_req, reply) => reply.trailer('x-checksum', async () => 'abc').type('text/html').send(HTML));
   app.get('/write-then-end', (_req, reply) => {
     reply.hijack();
     reply.raw.setHeader('content-type', 'text/html');
@@ -443,6 +458,8 @@ const MATRIX: Row[] = [
   { path: '/throws', body: 'same', status: 500 },
   { path: '/missing', body: 'comment', status: 404 },
   { path: '/returned', body: 'comment' },
+  { path: '/cookies', body: 'comment' },
+  { path: '/trailer', body: 'comment' },
   { path: '/early-reply', body: 'comment', status: 401 },
   { path: '/pre-handler-reply', body: 'comment' },
   { path: '/hijack', body: 'same', ours: false },
