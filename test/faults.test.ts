@@ -257,16 +257,18 @@ function compare(got: RawResponse, base: RawResponse, mode: Fault['expect']): vo
 describe.each(ADAPTERS)('%s', (_name, make) => {
   describe.each(FAULTS.map((f) => [f.title, f] as const))('%s', (_title, fault) => {
     test.each([
-      ['onInternalError records it', false],
-      ['onInternalError itself throws', true],
-    ])('%s: the response is the app\'s own, the fault is reported once, nothing escapes', async (_how, throws) => {
+      ['onInternalError records it', 'record'],
+      ['onInternalError itself throws', 'throw'],
+      ['onInternalError is async and rejects', 'reject'],
+    ])('%s: the response is the app\'s own, the fault is reported once, nothing escapes', async (_how, how) => {
       const reports: unknown[] = [];
       const ctx: Ctx = { t: 1000, explode: false };
       const options = {
         ...fault.options(ctx),
         onInternalError: (err: unknown) => {
           reports.push(err);
-          if (throws) throw new Error('onInternalError fault');
+          if (how === 'throw') throw new Error('onInternalError fault');
+          if (how === 'reject') return Promise.reject(new Error('onInternalError fault'));
         },
       };
       const basePort = await make(fault, null, { t: 1000, explode: false });
@@ -279,6 +281,8 @@ describe.each(ADAPTERS)('%s', (_name, make) => {
       // The profile is sealed on close, however the request went.
       await waitFor(() => openProfiles() === 0, 3000, 'every profile closed');
       expect(reports.length, String(reports.map(String))).toBe(fault.reports);
+      // An unhandled rejection is only announced after the microtask queue drains.
+      await sleep(10);
       expect(escaped).toEqual([]);
     });
   });
