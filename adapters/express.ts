@@ -12,6 +12,9 @@ type Next = (err?: unknown) => void;
 type Req = IncomingMessage & { originalUrl?: string };
 type End = ServerResponse['end'];
 
+/** Marks a response already profiled by a miniprof mounted further up (app and sub-app both). */
+const PROFILED = Symbol.for('miniprof.express.profiled');
+
 /**
  * Express middleware (Express 4.21+ and 5). Mount it early, after `compression()` if you use
  * it, so the comment is written before the body is compressed.
@@ -36,6 +39,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     // 'close' has fired already, so nothing would seal a profile opened now, and it would hold
     // the promise hooks on until maxDurationMs.
     if (res.destroyed) return next();
+    (res as { [PROFILED]?: true })[PROFILED] = true;
     let state: ProfiledResponse;
     try {
       state = instrument(req, res, owner);
@@ -85,6 +89,8 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   }
 
   return function miniprofMiddleware(req, res, next) {
+    // Mounted twice on one path (app and sub-app): the outer profile already covers this request.
+    if ((res as { [PROFILED]?: true })[PROFILED] === true) return next();
     admit(cfg, req, req.headers.cookie, (dev) => {
       if (dev === null) return next();
       const url = req.originalUrl ?? req.url;
