@@ -895,6 +895,22 @@ describe.each([
       expect(openProfiles()).toBe(0);
     });
 
+    it('mounted twice (app and sub-app): one profile, one comment, one Server-Timing metric set', async () => {
+      const sub = express();
+      sub.use(mp());
+      sub.get('/page', (_req, res) => {
+        step('in sub-app', () => undefined);
+        res.type('html').send(PAGE);
+      });
+      const port = await start([mp()], (app) => app.use('/sub', sub));
+      const r = await raw(port, { path: '/sub/page' });
+      expect(r.status).toBe(200);
+      expect(withoutComment(r.body.toString())).toBe(PAGE);
+      expect(comments(r.body.toString())[0]).toBe(expectedComment('/sub/page', ['> in sub-app']));
+      expect(header(r, 'server-timing')).toBe('in_sub-app;dur=0.0;desc="in sub-app", total;dur=0.0');
+      expect(seen).toHaveLength(1);
+    });
+
     it('C10: an error thrown in a route reaches the app error handler as the same object', async () => {
       const errors = [new Error('sync'), new TypeError('in step'), new RangeError('async in step')];
       const notError = { custom: 'thrown object' };
