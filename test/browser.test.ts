@@ -59,6 +59,7 @@ beforeAll(async () => {
       isDeveloper: () => true,
       clock: () => t,
       machine: 'web-1',
+      blockingMs: 5,
       results: {
         store: {
           save: async (o, p) => {
@@ -71,20 +72,24 @@ beforeAll(async () => {
       },
     }),
   );
+  // Time passes only after an await, so no async step has a long synchronous part.
+  const wait = async (ms: number) => {
+    await null;
+    t += ms;
+  };
   app.get('/users/:id', async (_req, res) => {
-    await step('authenticate', async () => {
-      t += 4;
-    });
+    await step('authenticate', () => wait(4));
     await step('load user <42>', async () => {
-      t += 2;
-      await timing('sql', 'select * from users where id = ?', async () => void (t += 11));
+      await wait(2);
+      await timing('sql', 'select * from users where id = ?', () => wait(11));
       await step('load posts', async () => {
-        for (let i = 0; i < 3; i++) await timing('sql', 'select * from posts where user_id = ?', async () => void (t += 6.5));
+        for (let i = 0; i < 3; i++) await timing('sql', 'select * from posts where user_id = ?', () => wait(6.5));
       });
-      t += 1;
+      await wait(1);
     });
-    await timing('http', 'GET https://api.example.com/avatar', async () => void (t += 23));
-    await step('render', async () => {
+    await timing('http', 'GET https://api.example.com/avatar', () => wait(23));
+    // Synchronous and over blockingMs: marked as blocking.
+    step('render', () => {
       t += 9.25;
     });
     res.type('html').send('<!doctype html><html><body><h1>User 42</h1></body></html>');
@@ -178,6 +183,8 @@ test('the profile page: timeline bars are the JSON durations to scale, and it wo
   expect(tree).toContain('load user <42>');
   expect(tree).toContain('select * from posts where user_id = ?');
   expect(await page.locator('table.tree .flag.duplicate').count()).toBe(3);
+  expect(await page.locator('table.tree .flag.blocking').count()).toBe(1);
+  expect(await page.locator('svg.timeline rect.bar.blocking').count()).toBe(1);
   expect(await page.locator('table').first().evaluate((el) => getComputedStyle(el).borderCollapse)).toBe('collapse');
   await page.screenshot({ path: join(ARTIFACTS, 'results-profile.png'), fullPage: true });
 });

@@ -371,6 +371,7 @@ function template(p: ProfileJSON): ProfileJSON {
     warnings: p.warnings.map(ph),
     request: { ...p.request!, method: ph(p.request!.method), path: ph(p.request!.path) },
     root: t(p.root),
+    ...(p.similar === undefined ? {} : { similar: p.similar.map((g) => ({ ...g, category: ph(g.category), command: ph(g.command) })) }),
   };
 }
 
@@ -396,8 +397,17 @@ const timingArb: fc.Memo<ProfileJSON['root']> = fc.memo((d) =>
 );
 
 const profileArb: fc.Arbitrary<ProfileJSON> = fc
-  .record({ root: timingArb(3), method: nasty, path: nasty, machine: nasty, warnings: fc.array(nasty, { maxLength: 2 }), id: fc.uuid({ version: 4 }) })
-  .map(({ root, method, path, machine, warnings, id }) => ({
+  .record({
+    root: timingArb(3),
+    method: nasty,
+    path: nasty,
+    machine: nasty,
+    warnings: fc.array(nasty, { maxLength: 2 }),
+    id: fc.uuid({ version: 4 }),
+    similar: fc.option(fc.array(fc.record({ id: fc.nat(9), category: nasty, command: nasty, count: fc.nat(9), durationMs: fc.double({ min: 0, max: 50, noNaN: true }) }), { maxLength: 2 }), { nil: undefined }),
+  })
+  .map(({ root, method, path, machine, warnings, id, similar }) => ({
+    ...(similar === undefined ? {} : { similar }),
     v: 1 as const,
     id,
     name: `${method} ${path}`,

@@ -31,8 +31,9 @@ th,td{text-align:left;padding:3px 10px;border-bottom:1px solid #eaeef2;vertical-
 th{font-weight:600;color:#57606a;font-size:12px}td.num,th.num{text-align:right}
 td.name{word-break:break-all;max-width:640px}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
-.flag{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;background:#eaeef2;margin-right:4px}
-.flag.error,.flag.aborted{background:#ffebe9;color:#a40e26}.flag.duplicates,.flag.duplicate{background:#fff1e5;color:#953800}
+.flag{display:inline-block;font-size:11px;padding:0 6px;border-radius:8px;background:#eaeef2;margin:0 4px 0 0}td.name .flag{margin-left:6px}
+.flag.error,.flag.aborted{background:#ffebe9;color:#a40e26}.flag.duplicates,.flag.duplicate,.flag.similar,.flag.n\\+1{background:#fff1e5;color:#953800}
+.flag.blocking{background:#fff8c5;color:#7d4e00}
 .cat{color:#8250df;margin-right:4px}tr.error td{color:#a40e26}
 .timeline-wrap{overflow-x:auto}svg.timeline{display:block}
 ul.warnings{color:#953800}
@@ -51,7 +52,8 @@ function page(title: string, base: string, body: string): string {
 }
 
 function flags(list: readonly string[]): string {
-  return list.map((f) => `<span class="flag ${f}">${f}</span>`).join('');
+  // Flags come from a store, which may be shared: escaped like everything else read back.
+  return list.map((f) => `<span class="flag ${escapeHtml(f)}">${escapeHtml(f)}</span>`).join('');
 }
 
 /**
@@ -67,8 +69,8 @@ export function renderListPage(list: readonly ProfileSummary[], base: string, op
     body +=
       `<tr><td><a href="${base}/${s.id}">${escapeHtml(s.started)}</a></td>` +
       `<td>${escapeHtml(s.method)}</td><td class="name"><a href="${base}/${s.id}">${escapeHtml(s.path)}</a></td>` +
-      `<td class="num">${s.status ?? ''}</td><td class="num">${escapeHtml(msText(s.durationMs))}</td>` +
-      `<td class="num">${s.steps}</td><td class="num">${s.custom}</td><td>${flags(s.flags)}</td></tr>`;
+      `<td class="num">${escapeHtml(String(s.status ?? ''))}</td><td class="num">${escapeHtml(msText(s.durationMs))}</td>` +
+      `<td class="num">${escapeHtml(String(s.steps))}</td><td class="num">${escapeHtml(String(s.custom))}</td><td>${flags(s.flags)}</td></tr>`;
   }
   return page('miniprof: recent profiles', base, body + '</tbody></table>');
 }
@@ -86,9 +88,11 @@ export function renderProfilePage(p: ProfileJSON, base: string): string {
   body += fact('Steps', String(s.steps));
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
+  if (p.eventLoopDelayMs !== undefined) body += fact('Event-loop delay', msText(p.eventLoopDelayMs));
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += `<h2>Timeline</h2><div class="timeline-wrap">${renderTimeline(p)}</div>`;
   body += `<h2>Tree</h2>${tree(p)}`;
+  if (p.similar !== undefined && p.similar.length > 0) body += similarTable(p.similar);
   if (p.warnings.length > 0) {
     body += '<h2>Warnings</h2><ul class="warnings">';
     for (const w of p.warnings) body += `<li>${escapeHtml(w)}</li>`;
@@ -109,11 +113,23 @@ function tree(p: ProfileJSON): string {
     const cls = `${r.kind}${r.error ? ' error' : ''}`;
     const marks =
       (r.error ? '<span class="flag error">error</span>' : '') +
+      (r.blocking ? '<span class="flag blocking">blocking</span>' : '') +
       (r.duplicate ? '<span class="flag duplicate">duplicate</span>' : '') +
+      (r.similar !== undefined ? `<span class="flag similar">similar #${escapeHtml(String(r.similar))}</span>` : '') +
+      (r.parallelism !== undefined ? `<span class="flag">parallel ×${escapeHtml(String(r.parallelism))}</span>` : '') +
       (r.unfinished ? '<span class="flag">unfinished</span>' : '');
     const label =
       r.kind === 'custom' ? `<code>${escapeHtml(r.label)}</code>` : escapeHtml(r.label);
     out += `<tr class="${cls}"><td class="name d${d}">${label}${marks}</td><td class="num">${escapeHtml(msText(r.startMs))}</td><td class="num">${escapeHtml(msText(r.durationMs))}</td></tr>`;
+  }
+  return out + '</tbody></table>';
+}
+
+/** Groups of similar commands (the N+1 shape): the masked command, how often, how long in all. */
+function similarTable(groups: NonNullable<ProfileJSON['similar']>): string {
+  let out = '<h2>Similar commands (N+1)</h2><table class="similar"><thead><tr><th class="num">#</th><th>Command</th><th class="num">Count</th><th class="num">Total</th></tr></thead><tbody>';
+  for (const g of groups) {
+    out += `<tr><td class="num">${escapeHtml(String(g.id))}</td><td class="name"><code>[${escapeHtml(g.category)}] ${escapeHtml(g.command)}</code></td><td class="num">${escapeHtml(String(g.count))}</td><td class="num">${escapeHtml(msText(g.durationMs))}</td></tr>`;
   }
   return out + '</tbody></table>';
 }

@@ -18,7 +18,7 @@ export interface ProfileSummary {
   steps: number;
   /** Custom timings (sql, http…). */
   custom: number;
-  /** Marks worth a look: `error`, `aborted`, `unfinished`, `dropped`, `warnings`, `duplicates`. */
+  /** Marks worth a look: `error`, `aborted`, `unfinished`, `blocking`, `dropped`, `warnings`, `duplicates`, `n+1`. */
   flags: string[];
 }
 
@@ -51,6 +51,7 @@ export function summarize(p: ProfileJSON, savedAt: number): ProfileSummary {
   let error = p.root.error === true;
   let unfinished = false;
   let duplicates = false;
+  let blocking = false;
   const stack: TimingJSON[] = [p.root];
   while (stack.length > 0) {
     const t = stack.pop()!;
@@ -58,21 +59,27 @@ export function summarize(p: ProfileJSON, savedAt: number): ProfileSummary {
       steps++;
       if (c.error === true) error = true;
       if (c.unfinished === true) unfinished = true;
+      if (c.blocking === true) blocking = true;
       stack.push(c);
     }
     if (t.custom !== undefined) {
       custom += t.custom.length;
       if (!duplicates && hasDuplicate(t.custom)) duplicates = true;
-      for (const c of t.custom) if (c.error === true) error = true;
+      for (const c of t.custom) {
+        if (c.error === true) error = true;
+        if (c.duplicate === true) duplicates = true;
+      }
     }
   }
   const flags: string[] = [];
   if (error) flags.push('error');
   if (p.request?.aborted === true) flags.push('aborted');
   if (unfinished) flags.push('unfinished');
+  if (blocking || p.root.blocking === true || p.eventLoopDelayMs !== undefined) flags.push('blocking');
   if (p.droppedSteps > 0) flags.push('dropped');
   if (p.warnings.length > 0) flags.push('warnings');
   if (duplicates) flags.push('duplicates');
+  if (p.similar !== undefined && p.similar.length > 0) flags.push('n+1');
   const out: ProfileSummary = {
     id: p.id,
     started: p.started,

@@ -8,7 +8,7 @@ export const BAR_WIDTH = 640;
 const ROW = 20;
 const BAR = 14;
 const TOP = 24;
-const RIGHT = 90;
+const RIGHT = 220;
 const INDENT = 12;
 
 /** One row of the waterfall: a step or a custom timing, in tree order. */
@@ -21,6 +21,12 @@ export interface Row {
   error: boolean;
   unfinished: boolean;
   duplicate: boolean;
+  /** A step whose synchronous part held the event loop longer than `blockingMs`. */
+  blocking: boolean;
+  /** The id of the custom timing's group of similar commands (N+1), if any. */
+  similar: number | undefined;
+  /** A step whose children overlapped: their summed durations over its own. */
+  parallelism: number | undefined;
 }
 
 /**
@@ -38,7 +44,19 @@ export function rows(p: ProfileJSON): Row[] {
       out.push(t);
       continue;
     }
-    out.push({ kind: 'step', depth, label: t.name, startMs: t.startMs, durationMs: t.durationMs, error: t.error === true, unfinished: t.unfinished === true, duplicate: false });
+    out.push({
+      kind: 'step',
+      depth,
+      label: t.name,
+      startMs: t.startMs,
+      durationMs: t.durationMs,
+      error: t.error === true,
+      unfinished: t.unfinished === true,
+      duplicate: false,
+      blocking: t.blocking === true,
+      similar: undefined,
+      parallelism: t.parallelism,
+    });
     const inside: (TimingJSON | Row)[] = [...customRows(t.custom ?? [], depth + 1), ...t.children];
     inside.sort((a, b) => a.startMs - b.startMs);
     for (let i = inside.length - 1; i >= 0; i--) {
@@ -60,7 +78,11 @@ function customRows(custom: CustomTimingJSON[], depth: number): Row[] {
     durationMs: c.durationMs,
     error: c.error === true,
     unfinished: c.unfinished === true,
-    duplicate: (counts.get(key(c)) ?? 0) > 1,
+    // Profiles mark duplicates over the whole tree; older JSON only lets us see them per step.
+    duplicate: c.duplicate === true || (counts.get(key(c)) ?? 0) > 1,
+    blocking: false,
+    similar: c.similar,
+    parallelism: undefined,
   }));
 }
 
@@ -110,9 +132,9 @@ function row(r: Row, i: number, scale: number): string {
   const y = TOP + i * ROW;
   const x = LABEL_WIDTH + r.startMs * scale;
   const w = r.durationMs * scale;
-  const fill = r.error ? '#cf222e' : r.kind === 'custom' ? (r.duplicate ? '#bc4c00' : '#8250df') : '#0969da';
-  const cls = `bar ${r.kind}${r.error ? ' error' : ''}${r.duplicate ? ' duplicate' : ''}${r.unfinished ? ' unfinished' : ''}`;
-  const marks = `${r.error ? ' (error)' : ''}${r.duplicate ? ' (duplicate)' : ''}${r.unfinished ? ' (unfinished)' : ''}`;
+  const fill = r.error ? '#cf222e' : r.kind === 'custom' ? (r.duplicate || r.similar !== undefined ? '#bc4c00' : '#8250df') : r.blocking ? '#9a6700' : '#0969da';
+  const cls = `bar ${r.kind}${r.error ? ' error' : ''}${r.duplicate ? ' duplicate' : ''}${r.blocking ? ' blocking' : ''}${r.unfinished ? ' unfinished' : ''}`;
+  const marks = markText(r);
   const label = escapeHtml(r.label);
   let out = `<g class="row">`;
   out += `<text x="${4 + r.depth * INDENT}" y="${y + BAR - 2}" font-size="12" clip-path="url(#labels)" fill="${r.kind === 'custom' ? '#57606a' : '#1f2328'}">${label}</text>`;
@@ -120,4 +142,16 @@ function row(r: Row, i: number, scale: number): string {
   out += `<title>${label}: ${escapeHtml(msText(r.durationMs))} at ${escapeHtml(msText(r.startMs))}${marks}</title></rect>`;
   out += `<text x="${num(x + w + 4)}" y="${y + BAR - 2}" font-size="11" fill="#57606a">${escapeHtml(msText(r.durationMs))}${marks}</text>`;
   return out + '</g>';
+}
+
+/** The marks of a row as plain text (for the SVG, which has no badges). */
+export function markText(r: Row): string {
+  let m = '';
+  if (r.error) m += ' (error)';
+  if (r.blocking) m += ' (blocking)';
+  if (r.duplicate) m += ' (duplicate)';
+  if (r.similar !== undefined) m += ` (similar #${r.similar})`;
+  if (r.parallelism !== undefined) m += ` (parallel ×${r.parallelism})`;
+  if (r.unfinished) m += ' (unfinished)';
+  return m;
 }
