@@ -96,7 +96,7 @@ export class ProfiledResponse {
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(res, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
       if (st === null) return;
-      if (!st.crossOrigin && String(res.getHeader('timing-allow-origin') ?? '').trim() === '*') {
+      if (!st.crossOrigin && allowsAnyOrigin(res.getHeader('timing-allow-origin'))) {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
@@ -138,6 +138,13 @@ function expire(profile: Profile, onInternalError: (err: unknown) => void): void
   } catch (err) {
     report(onInternalError, err);
   }
+}
+
+/** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
+function allowsAnyOrigin(v: unknown): boolean {
+  if (v === undefined || v === null) return false;
+  const list = Array.isArray(v) ? v.join(',') : String(v);
+  return list.split(',').some((o) => o.trim() === '*');
 }
 
 /** Conditional headers would let the framework answer 304 with an old, unprofiled page. */
