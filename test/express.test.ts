@@ -529,6 +529,15 @@ describe.each([
       expect(r.headers['server-timing']).toBeUndefined();
       expect(header(r, 'timing-allow-origin')).toBe('*');
       expect(comments(r.body.toString())).toHaveLength(1);
+      // A list with * in it, as one value or several.
+      const port = await start([mp()], (app) => {
+        app.get('/tao-list', (_req, res) => void res.set('Timing-Allow-Origin', 'https://a.example, *').json({}));
+        app.get('/tao-array', (_req, res) => void res.set('Timing-Allow-Origin', ['https://a.example', '*']).json({}));
+        app.get('/tao-one', (_req, res) => void res.set('Timing-Allow-Origin', 'https://a.example').json({}));
+      });
+      expect((await raw(port, { path: '/tao-list' })).headers['server-timing']).toBeUndefined();
+      expect((await raw(port, { path: '/tao-array' })).headers['server-timing']).toBeUndefined();
+      expect(header(await raw(port, { path: '/tao-one' }), 'server-timing')).toBe('total;dur=0.0');
       const open = await raw(await start([mp({ serverTiming: { crossOrigin: true } })], tao), { path: '/tao' });
       expect(header(open, 'server-timing')).toBe('total;dur=0.0');
       const off = await raw(await start([mp({ serverTiming: false, htmlComment: false })]), { path: '/page' });
