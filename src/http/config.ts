@@ -66,12 +66,11 @@ export function resolveHttp<Req>(
 ): HttpConfig<Req> {
   const o = checkObject(options, [...HTTP_KEYS, ...extraKeys], what);
   const core = resolveCore(o);
-  if (core.instrument) instrument();
   let isDeveloper = fnOption<((req: Req) => unknown) | undefined>(o, 'isDeveloper', undefined);
   if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
     isDeveloper = (req) => isLoopback(peer(req));
   }
-  return {
+  const cfg: HttpConfig<Req> = {
     core,
     isDeveloper: isDeveloper ?? null,
     htmlComment: boolOption(o, 'htmlComment', true),
@@ -80,6 +79,10 @@ export function resolveHttp<Req>(
     results: resolveResults(o),
     peer,
   };
+  // Subscribed only once every option is valid, and never when nobody can be profiled
+  // (production without isDeveloper): then the libraries keep their untraced fast path.
+  if (core.instrument && cfg.isDeveloper !== null) instrument();
+  return cfg;
 }
 
 function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {
