@@ -161,6 +161,34 @@ describe('Redis: ioredis and node-redis against a real redis-server', () => {
     }
   });
 
+  test('pipelines and MULTI: ioredis times each command, node-redis a MULTI as one call', async () => {
+    const io = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+    await io.connect();
+    const nr = createClient({ url: redis.url });
+    await nr.connect();
+    try {
+      const { profile } = await withProfile('job', async () => {
+        await io.pipeline().get('p:a').get('p:b').exec();
+        await io.multi().get('m:a').exec();
+        await nr.multi().get('n:a').get('n:b').exec();
+        await Promise.all([nr.get('x:a'), nr.get('x:b')]);
+      });
+      expect(customs(profile).map((c) => c.command)).toEqual([
+        'GET p:a',
+        'GET p:b',
+        'MULTI',
+        'GET m:a',
+        'EXEC',
+        'MULTI (? commands)',
+        'GET x:a',
+        'GET x:b',
+      ]);
+    } finally {
+      io.disconnect();
+      await nr.quit();
+    }
+  });
+
   test('ioredis: the timing ends at the reply too (asyncEnd, not end)', async () => {
     const client = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
     // Connected first: ioredis traces a command when it is written, and one queued while

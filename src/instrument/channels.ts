@@ -13,7 +13,8 @@ import { closeCall, openCall, type OpenCall } from './record.js';
  * - `http.client.request.start` / `http.client.response.finish` / `http.client.request.error`:
  *   Node's `http`/`https` client. A request that closes without a response is an error (the
  *   `error` channel is missing on older Node 20 releases).
- * - TracingChannels `ioredis:command` (ioredis 5.11+), `node-redis:command` (@redis/client 5.12+),
+ * - TracingChannels `ioredis:command` (ioredis 5.11+), `node-redis:command` and, for MULTI,
+ *   `node-redis:batch` (@redis/client 5.12+),
  *   `mysql2:query` and `mysql2:execute` (mysql2 3.20+). A call ends at `asyncEnd` (the promise
  *   settled or the callback ran), never at `end`, which fires as soon as the call returns.
  */
@@ -35,6 +36,8 @@ export function instrument(): void {
   httpClient();
   traced('ioredis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 0));
   traced('node-redis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 1));
+  // A node-redis MULTI sends its commands without a command event each (a pipeline has them).
+  traced('node-redis:batch', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI');
   traced('mysql2:query', 'sql', sqlOf);
   traced('mysql2:execute', 'sql', sqlOf);
 }
@@ -56,10 +59,11 @@ function sqlOf(ctx: Ctx): string {
  * One TracingChannel: open at `start` (the caller's context), close at `asyncEnd`, or at `end`
  * when the call threw synchronously (then there is no async part).
  */
-function traced(name: string, category: string, command: (ctx: Ctx) => string): void {
+function traced(name: string, category: string, command: (ctx: Ctx) => string, accept?: (ctx: Ctx) => boolean): void {
   const open = new WeakMap<object, OpenCall>();
   dc.tracingChannel(name).subscribe({
     start(ctx: Ctx) {
+      if (accept !== undefined && !accept(ctx)) return;
       const call = openCall(category, command, ctx);
       if (call !== undefined) open.set(ctx, call);
     },
