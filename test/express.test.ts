@@ -383,7 +383,7 @@ describe.each([
       expect(Number(header(r, 'content-length'))).toBe(r.body.length);
     });
 
-    it('the path in the profile has no query string', async () => {
+    it('A5: the path in the profile has no query string', async () => {
       const r = await raw(await start([mp()]), { path: '/static?token=secret' });
       expect(r.body.toString()).toContain('Path: GET /static\n');
       expect(r.body.toString()).not.toContain('secret');
@@ -422,7 +422,7 @@ describe.each([
         expect(Number(header(r, 'content-length'))).toBe(r.body.length);
       });
 
-      it('xhtml gets it; text/plain, JSON-looking HTML-less types do not', async () => {
+      it('B6: xhtml and a 404 HTML page get it; text/plain does not', async () => {
         const port = await start([mp()], (app) => {
           app.get('/x', (_req, res) => res.type('application/xhtml+xml').send('<html><body>x</body></html>'));
           app.get('/t', (_req, res) => res.type('text/plain').send('<html><body>x</body></html>'));
@@ -586,7 +586,7 @@ describe.each([
         expect(withoutComment(r.body.toString())).toBe(PAGE);
       });
 
-      it('206: res.sendFile with Range, and res.status(206).send(html)', async () => {
+      it('C2: 206: res.sendFile with Range, and res.status(206).send(html)', async () => {
         const port = await start([mp()], (app) => {
           app.get('/file', (_req, res) => res.sendFile(join(dir, 'page.html')));
           app.get('/partial', (_req, res) => void res.status(206).type('html').send(PAGE));
@@ -607,7 +607,7 @@ describe.each([
         expect(Number(header(p, 'content-length'))).toBe(Buffer.byteLength(PAGE));
       });
 
-      it('Content-Encoding set by the app', async () => {
+      it('B6: Content-Encoding set by the app', async () => {
         const gz = zlib.gzipSync(PAGE);
         const r = await untouched(
           (app) =>
@@ -622,7 +622,7 @@ describe.each([
         expect(header(r, 'server-timing')).toBe('total;dur=0.0');
       });
 
-      it('Cache-Control: no-transform', async () => {
+      it('B6: Cache-Control: no-transform', async () => {
         const r = await untouched(
           (app) =>
             app.get('/nt', (_req, res) => {
@@ -636,7 +636,7 @@ describe.each([
         expect(header(r, 'cache-control')).toBe('private, no-store, no-transform');
       });
 
-      it('a utf-16 page', async () => {
+      it('B6: a utf-16 page', async () => {
         const bytes = Buffer.from('\ufeff<html><body>x</body></html>', 'utf16le');
         const r = await untouched(
           (app) =>
@@ -904,7 +904,7 @@ describe.each([
       expect(openProfiles()).toBe(0);
     });
 
-    it('mounted twice (app and sub-app): one profile, one comment, one Server-Timing metric set', async () => {
+    it('C12: mounted twice (app and sub-app): one profile, one comment, one Server-Timing metric set', async () => {
       const sub = express();
       sub.use(mp());
       sub.get('/page', (_req, res) => {
