@@ -1,0 +1,119 @@
+/**
+ * Setup and faults of the results side: bad options are coded errors at setup; a store that
+ * throws, rejects or hangs never changes the app's response, and its faults reach onInternalError.
+ */
+import express from 'express';
+import Fastify from 'fastify';
+import { afterEach, expect, test } from 'vitest';
+import { miniprof as expressMiniprof } from '../adapters/express.js';
+import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
+import { memoryStore, type ProfileStore } from '../src/index.js';
+import { readOptIn, signOptIn } from '../src/results/optin.js';
+import { closeServers, raw, serve, waitFor, withoutDate } from './helpers/http.js';
+
+const fastifies: { close(): Promise<unknown> }[] = [];
+afterEach(async () => {
+  await closeServers();
+  for (const f of fastifies.splice(0)) await f.close();
+});
+
+const code = (c: string) => expect.objectContaining({ code: c });
+
+test('bad results, secret and optInMaxAgeMs options throw coded errors at setup, naming what was given', () => {
+  const bad: [unknown, string, RegExp][] = [
+    [{ results: 'yes' }, 'MINIPROF_ERR_INVALID_OPTION', /"results" must be/],
+    [{ results: { basePath: 'nope' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath.*"nope"/],
+    [{ results: { basePath: '/a/' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath/],
+    [{ results: { basePath: '/a/../b' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath/],
+    [{ results: { basePath: '/a b' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath/],
+    [{ results: { basePath: '/"><x' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath/],
+    [{ results: { store: {} } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.store/],
+    [{ results: { listLimit: 0 } }, 'MINIPROF_ERR_INVALID_OPTION', /listLimit/],
+    [{ results: { path: '/x' } }, 'MINIPROF_ERR_UNKNOWN_OPTION', /results\.path/],
+    [{ secret: 'short' }, 'MINIPROF_ERR_INVALID_OPTION', /"secret" must be at least 32 bytes, got 5/],
+    [{ secret: 42 }, 'MINIPROF_ERR_INVALID_OPTION', /"secret"/],
+    [{ secret: 'x'.repeat(40), results: false }, 'MINIPROF_ERR_INVALID_OPTION', /"secret"/],
+    [{ optInMaxAgeMs: 10 }, 'MINIPROF_ERR_INVALID_OPTION', /optInMaxAgeMs/],
+  ];
+  for (const [opts, c, message] of bad) {
+    let err: unknown;
+    try {
+      expressMiniprof(opts as never);
+    } catch (e) {
+      err = e;
+    }
+    expect(err, JSON.stringify(opts)).toEqual(code(c));
+    expect((err as Error).message).toMatch(message);
+  }
+  // The secret itself never appears in an error.
+  try {
+    expressMiniprof({ secret: 'hunter2-but-too-short' });
+  } catch (e) {
+    expect((e as Error).message).not.toContain('hunter2');
+  }
+});
+
+test('Fastify refuses the same options at register time', async () => {
+  await expect(Fastify().register(fastifyMiniprof, { results: { basePath: 'x' } } as never).ready()).rejects.toEqual(code('MINIPROF_ERR_INVALID_OPTION'));
+  await expect(Fastify().register(fastifyMiniprof, { secret: 'short' } as never).ready()).rejects.toEqual(code('MINIPROF_ERR_INVALID_OPTION'));
+});
+
+test('opt-in cookies: valid round-trips; expired, tampered, forged and malformed ones are null', () => {
+  const secret = Buffer.from('k'.repeat(32));
+  const now = 1_800_000_000_000;
+  const { value, optIn } = signOptIn(secret, now, 3_600_000);
+  expect(readOptIn(secret, `a=1; miniprof=${value}; b=2`, now)).toEqual(optIn);
+  expect(readOptIn(secret, `miniprof=${value}`, now + 3_600_000)).toBeNull();
+  expect(readOptIn(Buffer.from('j'.repeat(32)), `miniprof=${value}`, now)).toBeNull();
+  const [v, token, exp, mac] = value.split('.');
+  expect(readOptIn(secret, `miniprof=${v}.${token}.${Number(exp) + 1}.${mac}`, now)).toBeNull();
+  expect(readOptIn(secret, `miniprof=${v}.${token!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a'))}.${exp}.${mac}`, now)).toBeNull();
+  expect(readOptIn(secret, `miniprof=${v}.${token}.${exp}.${mac!.slice(0, -2)}`, now)).toBeNull();
+  expect(readOptIn(secret, `xminiprof=${value}`, now)).toBeNull();
+  expect(readOptIn(secret, undefined, now)).toBeNull();
+});
+
+function faulty(kind: 'throws' | 'rejects'): ProfileStore {
+  const fail = () => {
+    if (kind === 'throws') throw new Error('store down');
+    return Promise.reject(new Error('store down'));
+  };
+  return { save: fail, get: fail, list: fail } as unknown as ProfileStore;
+}
+
+for (const kind of ['throws', 'rejects'] as const) {
+  test(`C11: a store that ${kind} leaves the app's response alone and reports once per call (Express and Fastify)`, async () => {
+    const faults: unknown[] = [];
+    const opts = { isDeveloper: () => true, onInternalError: (e: unknown) => faults.push(e), results: { store: faulty(kind) } };
+    const good = { isDeveloper: () => true, results: { store: memoryStore() } };
+    const ex = (o: object) => {
+      const a = express();
+      a.use(expressMiniprof(o));
+      a.get('/', (_req, res) => void res.type('text').send('ok'));
+      return serve(a);
+    };
+    const fa = async (o: object) => {
+      const f = Fastify();
+      await f.register(fastifyMiniprof, o);
+      f.get('/', async () => 'ok');
+      await f.listen({ port: 0, host: '127.0.0.1' });
+      fastifies.push(f);
+      return (f.server.address() as { port: number }).port;
+    };
+    for (const make of [ex, fa]) {
+      faults.length = 0;
+      const port = await make(opts);
+      const ref = await make(good);
+      const r = await raw(port, { path: '/' });
+      const want = await raw(ref, { path: '/' });
+      const norm = (b: Buffer) => withoutDate(b).toString('latin1').replace(/[0-9a-f-]{36}/g, 'ID').replace(/Server-Timing: [^\r]*/i, '');
+      expect(norm(r.bytes)).toBe(norm(want.bytes));
+      await waitFor(() => faults.length === 1);
+      expect((faults[0] as Error).message).toBe('store down');
+      const page = await raw(port, { path: '/_miniprof/' });
+      expect(page.status).toBe(503);
+      expect(page.headers['cache-control']).toEqual(['private, no-store']);
+      expect(faults.length).toBe(2);
+    }
+  });
+}
