@@ -1114,11 +1114,14 @@ describe.each([
       expect(before).toEqual(new Array(6).fill(undefined));
     });
 
-    it('D2: express.json() and express.urlencoded() on slow chunked POSTs > 64 KiB: steps land in the own profile', async () => {
+    it.each([
+      ['sync', () => true],
+      ['async', async () => (await tick(), true)],
+    ] as const)('D2: express.json() and express.urlencoded() on slow chunked POSTs > 64 KiB (%s isDeveloper): steps land in the own profile', async (_kind, isDeveloper) => {
       const early = new Map<string, Profile | undefined>();
       const port = await start(
         [
-          mp(),
+          mp({ isDeveloper }),
           (req, _res, next) => {
             early.set(String(req.headers['x-id']), currentProfile());
             next();
