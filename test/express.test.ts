@@ -200,6 +200,10 @@ describe.each([
         res.end('</body></html>');
       }),
     );
+    // What miniprof did to this request: nothing at all for a non-developer (no wrapper, no store).
+    app.get('/own', (_req, res) => {
+      res.json({ end: Object.hasOwn(res, 'end'), writeHead: Object.hasOwn(res, 'writeHead'), store: als.getStore() !== undefined });
+    });
     app.get('/big', (_req, res) => {
       capture();
       res.type('html').send(BIG);
@@ -327,7 +331,9 @@ describe.each([
 
     it('HTML, JSON, HEAD, streams, sendFile, an error page', async () => {
       await both();
-      for (const path of ['/page', '/static', '/json', '/stream', '/big', '/missing']) {
+      const own = await raw(prof, { path: '/own' });
+      expect(JSON.parse(own.body.toString())).toEqual({ end: false, writeHead: false, store: false });
+      for (const path of ['/page', '/static', '/json', '/stream', '/big', '/own', '/missing']) {
         await expectIdentical(plain, prof, { path });
         await expectIdentical(plain, prof, { method: 'HEAD', path });
       }
@@ -372,6 +378,11 @@ describe.each([
       expect(seen[0]!.seals).toBe(1);
       expect(json.request).toEqual({ method: 'GET', path: '/page', status: 200 });
       expect(names(json.root)).toEqual({ 'GET /page': [{ 'load user': ['query'] }, 'render'] });
+    });
+
+    it('a developer request runs in the profile, with res.end and res.writeHead wrapped', async () => {
+      const r = await raw(await start([mp()]), { path: '/own' });
+      expect(JSON.parse(r.body.toString())).toEqual({ end: true, writeHead: true, store: true });
     });
 
     it('JSON responses get Server-Timing and no body change', async () => {
