@@ -105,6 +105,12 @@ describe('HTTP: fetch (undici) and the http client, against a real server', () =
       'job',
       async () => {
         expect(await httpGet(`${base}/a?b=c`)).toBe(200);
+        // As through a forward proxy: the request target is an absolute URL.
+        await new Promise<void>((resolve, reject) =>
+          http
+            .get({ host: '127.0.0.1', port: new URL(base).port, path: 'http://example.test/p?q=1' }, (res) => res.resume().on('end', resolve))
+            .on('error', reject),
+        );
         // The app's own error handling sees exactly what it would without miniprof.
         await expect(httpGet(`${closed}/x`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
         await expect(fetch(`${closed}/y`)).rejects.toThrow(TypeError);
@@ -113,6 +119,7 @@ describe('HTTP: fetch (undici) and the http client, against a real server', () =
     );
     expect(customs(profile).map(({ category, command, durationMs, error }) => ({ category, command, durationMs, error }))).toEqual([
       { category: 'http', command: `GET ${base}/a?b=?`, durationMs: 7, error: undefined },
+      { category: 'http', command: 'GET http://example.test/p?q=?', durationMs: 7, error: undefined },
       { category: 'http', command: `GET ${closed}/x`, durationMs: 0, error: true },
       { category: 'http', command: `GET ${closed}/y`, durationMs: 0, error: true },
     ]);

@@ -109,6 +109,8 @@ function undici(): void {
 }
 
 function httpCommand(req: ClientRequest): string {
+  // Through a forward proxy the path is already the absolute URL.
+  if (/^https?:\/\//i.test(req.path)) return `${req.method} ${req.path}`;
   const host = req.getHeader('host');
   return `${req.method} ${req.protocol}//${host === undefined ? req.host : String(host)}${req.path}`;
 }

@@ -10,9 +10,13 @@ export interface TextOptions {
 
 /**
  * The text tree, in the shape of MiniProfiler's original comment: a header line, the path, then
- * one line per step (`>` repeated depth times, a space, the name, ` = `, the duration). Custom
- * timings follow their step as `[category] command = duration`. User text is escaped so it can
- * neither forge a line nor close an HTML comment.
+ * one line per step (`>` repeated depth times, a space, the name, ` = `, the duration), with
+ * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` and
+ * `(parallel x2.9)` when its children overlapped. Custom timings follow their step as
+ * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
+ * line per category (`sql 12 x 48.3ms, 10 similar, 2 duplicate`), one per similar group with its
+ * masked shape, and `!` lines for a stalled event loop, dropped steps and warnings. User text is
+ * escaped so it can neither forge a line nor close an HTML comment.
  *
  * @example
  * web-1 at 2026-11-29T12:00:00.000Z
