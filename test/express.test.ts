@@ -1125,9 +1125,11 @@ describe.each([
       expect(before).toEqual(new Array(6).fill(undefined));
     });
 
+    const syncDev = (): boolean => true;
+    const asyncDev = async (): Promise<boolean> => (await tick(), true);
     it.each([
-      ['sync', () => true],
-      ['async', async () => (await tick(), true)],
+      ['sync', syncDev],
+      ['async', asyncDev],
     ] as const)('D2: express.json() and express.urlencoded() on slow chunked POSTs > 64 KiB (%s isDeveloper): steps land in the own profile', async (_kind, isDeveloper) => {
       const early = new Map<string, Profile | undefined>();
       const port = await start(
