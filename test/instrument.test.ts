@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import dc from 'node:diagnostics_channel';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -281,6 +282,39 @@ describe('mysql2 tracing channels, against mysql2’s own server protocol over a
       conn.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('faults', () => {
+  test('C11: a subscriber fault (a query whose text cannot be printed, a clock that throws) reaches onInternalError, never the app', async () => {
+    const faults: unknown[] = [];
+    const hostile = {
+      toString() {
+        throw new Error('no text');
+      },
+    };
+    let ticks = 0;
+    const { result, profile } = await withProfile(
+      'job',
+      async () => {
+        const ch = dc.tracingChannel('mysql2:query');
+        const a = await ch.tracePromise(async () => 'rows', { query: hostile } as never);
+        // The command is read, then the clock fails: the call still goes through.
+        const b = await ch.tracePromise(async () => 'more', { query: 'select 1' } as never);
+        return [a, b];
+      },
+      {
+        onInternalError: (e) => faults.push(e),
+        clock: () => {
+          if (++ticks === 2) throw new Error('clock down');
+          return 0;
+        },
+      },
+    );
+    expect(result).toEqual(['rows', 'more']);
+    expect(faults.length).toBeGreaterThanOrEqual(1);
+    expect(String(faults[0])).toContain('no text');
+    expect(customs(profile).map((c) => c.command)).toEqual(['select ?']);
   });
 });
 

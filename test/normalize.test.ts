@@ -115,7 +115,7 @@ describe('properties', () => {
     ];
   }
 
-  test('redaction: no masked value ever appears in any output (text, comment, header, JSON)', async () => {
+  test('A5: redaction: no masked value ever appears in any output (text, comment, header, JSON)', async () => {
     await fc.assert(
       fc.asyncProperty(secret, fc.integer({ min: 1_000_000_000, max: 2_000_000_000 }), async (s, n) => {
         for (const out of await outputs(commandsWith(s, n))) {

@@ -1,4 +1,5 @@
 import { als } from '../context.js';
+import { report } from '../errors.js';
 import { toText } from '../names.js';
 import type { Profile } from '../profile.js';
 import { CustomNode, F_ERROR, parentIn, RUNNING } from '../timing.js';
@@ -22,12 +23,18 @@ export function openCall<A>(category: string, command: (arg: A) => string, arg: 
     profile.droppedSteps++;
     return undefined;
   }
-  profile.count++;
-  const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.now());
-  const parent = parentIn(scope);
-  if (parent.custom === null) parent.custom = [c];
-  else parent.custom.push(c);
-  return { profile, node: c };
+  // A throw in a diagnostics_channel subscriber would surface as an uncaught exception in the app.
+  try {
+    const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.now());
+    profile.count++;
+    const parent = parentIn(scope);
+    if (parent.custom === null) parent.custom = [c];
+    else parent.custom.push(c);
+    return { profile, node: c };
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+    return undefined;
+  }
 }
 
 /** Close it (once): a call that ends after its profile was sealed changes nothing. */
@@ -35,7 +42,11 @@ export function closeCall(call: OpenCall | undefined, failed: boolean): void {
   if (call === undefined) return;
   const { profile, node } = call;
   if (profile.sealed || node.durationMs !== RUNNING) return;
-  const d = profile.now() - node.startMs;
-  node.durationMs = d > 0 ? d : 0;
-  if (failed) node.flags |= F_ERROR;
+  try {
+    const d = profile.now() - node.startMs;
+    node.durationMs = d > 0 ? d : 0;
+    if (failed) node.flags |= F_ERROR;
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+  }
 }
