@@ -447,6 +447,29 @@ describe.each([
       });
     });
 
+    it("B6: Express's own HTML: a redirect and the default error page get one comment, lengths right", async () => {
+      const pages = (app: Express) => {
+        // No stack trace in the error page: its frames differ with and without miniprof.
+        app.set('env', 'production');
+        app.get('/redirect', (_req, res) => res.redirect('/static'));
+        app.get('/fail', () => {
+          throw new Error('no handler for this');
+        });
+      };
+      const plainPort = await start([], pages);
+      const port = await start([mp()], pages);
+      for (const path of ['/redirect', '/fail']) {
+        const req = { path, headers: { Accept: 'text/html' } };
+        const plain = await raw(plainPort, req);
+        const r = await raw(port, req);
+        expect(r.status).toBe(plain.status);
+        expect(header(r, 'location')).toBe(header(plain, 'location'));
+        expect(header(r, 'content-security-policy')).toBe(header(plain, 'content-security-policy'));
+        expect(Number(header(r, 'content-length'))).toBe(r.body.length);
+        expect(withoutComment(r.body.toString())).toBe(plain.body.toString());
+      }
+    });
+
     describe('C1: Content-Length equals the bytes received', () => {
       const TEXT = '<html><body>café ☕ 日本語 Jež</body></html>';
       const LATIN = '<html><body>café crème à la carte</body></html>';
