@@ -38,6 +38,7 @@ if (process.argv.includes('--demo')) {
     console.log(`GET ${url} -> ${res.status}\n`);
     console.log(`Server-Timing: ${res.headers.get('server-timing')}\n`);
     console.log(body.slice(body.indexOf('<!--'), body.lastIndexOf('-->') + 3));
+    console.log(`\nThis profile: http://127.0.0.1:${port}/_miniprof/${res.headers.get('x-miniprof-id')} (recent ones: http://127.0.0.1:${port}/_miniprof/)`);
     console.log(`\nServing ${url} (open it and view the source, or DevTools > Network > Timing). Ctrl-C to stop.`);
   });
 }

@@ -35,5 +35,6 @@ if (process.argv.includes('--demo')) {
   console.log(`GET ${url}/ -> ${res.status}\n`);
   console.log(`Server-Timing: ${res.headers.get('server-timing')}\n`);
   console.log(body.slice(body.indexOf('<!--'), body.lastIndexOf('-->') + 3));
+  console.log(`\nThis profile: ${url}/_miniprof/${res.headers.get('x-miniprof-id')} (recent ones: ${url}/_miniprof/)`);
   console.log(`\nServing ${url}/ (view the source, or DevTools > Network > Timing). Ctrl-C to stop.`);
 }
