@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { renderText, step, withProfile } from '../src/index.js';
+import { renderServerTiming, renderText, step, withProfile } from '../src/index.js';
 import { loopSampling } from '../src/analysis/loop.js';
 import { openProfiles } from '../src/context.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
@@ -57,6 +57,14 @@ describe('blocking steps: the synchronous part of each callback step', () => {
         '> small = 1.0ms',
         '',
       ].join('\n'),
+    );
+  });
+
+  test('Server-Timing: a blocking top-level step says so in its desc', async () => {
+    const { profile } = await run(fakeClock());
+    expect(renderServerTiming(profile)).toBe(
+      'parse_body;dur=125.0;desc="parse body (blocking: 25.0ms sync)", query;dur=105.0, ' +
+        'hash_password;dur=30.0;desc="hash password (blocking: 30.0ms sync)", small;dur=1.0, total;dur=261.0',
     );
   });
 

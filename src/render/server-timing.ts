@@ -33,7 +33,11 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
   const metrics: string[] = [];
-  for (const c of p.root.children) metrics.push(metric(c.name, c.durationMs, c.name));
+  for (const c of p.root.children) {
+    // DevTools shows only name and desc: say there that the step held the event loop.
+    const desc = c.blocking === true ? `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)` : c.name;
+    metrics.push(metric(c.name, c.durationMs, desc));
+  }
   const cats = new Map<string, { sum: number; count: number }>();
   collect(p.root, cats);
   for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
