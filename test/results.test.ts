@@ -247,6 +247,21 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(out.headers['set-cookie']).toEqual(['miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax']);
     });
 
+    test('A3 under concurrency: 60 interleaved requests of two opted-in developers; each list is exactly its own', async () => {
+      const store = watched();
+      const { port } = await both({ isDeveloper, secret: SECRET, results: { store, listLimit: 100 } } as never);
+      const a = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
+      const b = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
+      const who = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? a : b));
+      const got = await Promise.all(who.map((cookie, i) => raw(port, { path: i % 2 ? '/api' : '/page', headers: { cookie } })));
+      const ids = got.map((r) => r.headers['x-miniprof-id']![0]!);
+      await waitFor(() => ids.every((id) => store.saved.includes(id)));
+      const listed = async (cookie: string) =>
+        new Set([...(await raw(port, { path: '/_miniprof/', headers: { cookie } })).payload.toString().matchAll(/href="\/_miniprof\/([0-9a-f-]{36})"/g)].map((m) => m[1]));
+      expect(await listed(a)).toEqual(new Set(ids.filter((_, i) => who[i] === a)));
+      expect(await listed(b)).toEqual(new Set(ids.filter((_, i) => who[i] === b)));
+    });
+
     test('the opt-in cookie is Secure when the request came over HTTPS (behind a trusted proxy here)', async () => {
       const { port } = await both({ isDeveloper, secret: SECRET } as never);
       const r = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1', 'x-forwarded-proto': 'https' } });
