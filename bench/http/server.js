@@ -2,6 +2,11 @@
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
 import { direct, otelStep, page } from './page.js';
+import { pathToFileURL } from 'node:url';
+
+// MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
+const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
+const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
@@ -15,7 +20,7 @@ if (!CONFIGS[framework]?.includes(config)) {
 let s = direct;
 let tracer;
 if (config === 'dev' || config === 'nondev') {
-  s = (await import('../../dist/src/index.js')).step;
+  s = (await import(dist('src/index.js'))).step;
 } else if (config === 'otel') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
@@ -34,7 +39,7 @@ if (framework === 'express') {
   const app = express();
   app.set('etag', false);
   if (config === 'dev' || config === 'nondev') {
-    const { miniprof } = await import('../../dist/adapters/express.js');
+    const { miniprof } = await import(dist('adapters/express.js'));
     app.use(miniprof(miniprofOptions));
   } else if (config === 'otel') {
     app.use((req, res, next) =>
@@ -54,7 +59,7 @@ if (framework === 'express') {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   if (config === 'dev' || config === 'nondev') {
-    const { miniprof } = await import('../../dist/adapters/fastify.js');
+    const { miniprof } = await import(dist('adapters/fastify.js'));
     await app.register(miniprof, miniprofOptions);
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.

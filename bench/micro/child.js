@@ -4,6 +4,11 @@
 // measures retained heap per step instead.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { measure } from 'mitata';
+import { pathToFileURL } from 'node:url';
+
+// MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
+const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
+const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
 
 const contender = process.argv[2];
 const memMode = process.argv.includes('--mem');
@@ -21,6 +26,9 @@ async function aw() {
   await undefined;
   return ++sink;
 }
+function id(v) {
+  return v;
+}
 function nestBase(d) {
   return d === 0 ? work() : call(() => nestBase(d - 1));
 }
@@ -34,20 +42,28 @@ async function m(name, fn) {
   // Warm up first: a cold first call can exceed mitata's batching threshold, and an unbatched
   // sample of a 1 ns operation measures the clock instead.
   // Time-based too: V8's tiering of a fresh async loop takes ~100 ms.
-  const until = performance.now() + Math.min(150, MIN_MS / 2);
-  for (let i = 0; i < 20000 || performance.now() < until; i++) {
+  const t0 = performance.now();
+  const until = t0 + Math.min(150, MIN_MS / 2);
+  let i = 0;
+  for (; i < 20000 || performance.now() < until; i++) {
     const r = fn();
     if (r instanceof Promise) await r;
   }
-  // Always batch (4096 calls per sample): on a loaded machine one preempted warm-up call would
+  // Short batches for slow operations: with other processes on the cores, a 4096-call batch of
+  // a 1 us operation is almost always preempted, while the median of 128-call batches is not.
+  const perCallNs = ((performance.now() - t0) * 1e6) / i;
+  const batch_samples = perCallNs > 50 ? 128 : 4096;
+  // Always batch: on a loaded machine one preempted warm-up call would
   // otherwise switch mitata to single-call samples.
-  const r = await measure(fn, { min_cpu_time: MIN_MS * 1e6, batch_threshold: Infinity, warmup_threshold: Infinity });
+  const r = await measure(fn, { min_cpu_time: MIN_MS * 1e6, batch_samples, batch_threshold: Infinity, warmup_threshold: Infinity });
   out.ops[name] = r.p50;
 }
 
 /** The baselines every contender reports next to its own rows. */
 async function baselines(prefix = '') {
   await m(`${prefix}bare.sync`, () => work());
+  // Twice: the first async loop of a process is still being tiered up on a loaded machine.
+  await m(`${prefix}bare.async`, () => aw());
   await m(`${prefix}bare.async`, () => aw());
   await m(`${prefix}bare.nested10`, () => nestBase(10));
   await m(`${prefix}bare.calls100`, () => {
@@ -56,10 +72,10 @@ async function baselines(prefix = '') {
 }
 
 async function loadOurs() {
-  const index = await import('../../dist/src/index.js');
-  const context = await import('../../dist/src/context.js');
-  const profileMod = await import('../../dist/src/profile.js');
-  const options = await import('../../dist/src/options.js');
+  const index = await import(dist('src/index.js'));
+  const context = await import(dist('src/context.js'));
+  const profileMod = await import(dist('src/profile.js'));
+  const options = await import(dist('src/options.js'));
   return { ...index, ...context, Profile: profileMod.Profile, resolveCore: options.resolveCore };
 }
 
@@ -95,8 +111,11 @@ const contenders = {
     await m('als.run.sync', () => als.run(store, work));
     await m('als.run.async', () => als.run(store, aw));
     await m('armed.bare.async', () => aw());
+    // One derived promise (what step() adds around an async fn) with and without promise hooks.
+    await m('armed.then.async', () => aw().then(id));
     als.disable();
     await m('disabled.bare.async', () => aw());
+    await m('disabled.then.async', () => aw().then(id));
   },
 
   /** step() with no profile, the ALS never entered by anyone. */
@@ -135,7 +154,8 @@ const contenders = {
     const { step, timing, als } = ours;
     await baselines();
     await insideProfile(ours, async (profile, tick) => {
-      const store = als.getStore();
+      // A store other than the current one: `run` with the current store is a no-op shortcut.
+      const store = new ours.Profile('other', profile.config).root;
       await baselines('in.');
       await m('als.run.sync', () => als.run(store, work));
       await m('als.run.async', () => als.run(store, aw));
