@@ -58,7 +58,7 @@ interface Seen {
 }
 let seen: Seen[] = [];
 
-/** Call in a route: remember the request's live profile and count its seals. */
+/** Remember the request's live profile and count its seals (every app made by `start` calls it). */
 function capture(): Seen | undefined {
   const profile = currentProfile();
   if (profile === undefined) return undefined;
@@ -172,7 +172,6 @@ describe.each([
     app.get(
       '/page',
       a(async (_req, res) => {
-        capture();
         await step('load user', async () => {
           await step('query', () => tick());
         });
@@ -181,17 +180,14 @@ describe.each([
       }),
     );
     app.get('/static', (_req, res) => {
-      capture();
       res.type('html').send(PAGE);
     });
     app.get('/json', (_req, res) => {
-      capture();
       res.json({ ok: true, list: [1, 2, 3], profiled: currentProfile() !== undefined });
     });
     app.get(
       '/stream',
       a(async (_req, res) => {
-        capture();
         res.type('html');
         res.write('<html><body>');
         await tick();
@@ -205,7 +201,6 @@ describe.each([
       res.json({ end: Object.hasOwn(res, 'end'), writeHead: Object.hasOwn(res, 'writeHead'), store: als.getStore() !== undefined });
     });
     app.get('/big', (_req, res) => {
-      capture();
       res.type('html').send(BIG);
     });
   }
@@ -698,7 +693,6 @@ describe.each([
             app.get(
               '/flush',
               a(async (_req, res) => {
-                capture();
                 res.type('html');
                 res.flushHeaders();
                 await step('after flush', () => tick());
@@ -821,7 +815,6 @@ describe.each([
       let cleared = 0;
       const sse = (app: Express) =>
         app.get('/sse', (_req, res) => {
-          capture();
           res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
           let n = 0;
           const timer = setInterval(() => {
@@ -874,7 +867,6 @@ describe.each([
         app.get(
           '/slow',
           a(async (_req, res) => {
-            capture();
             await step('before abort', async () => {
               started();
               await gate;
@@ -920,7 +912,6 @@ describe.each([
       let handled = false;
       const port = await start(pre, (app) =>
         app.get('/late', (_req, res) => {
-          capture();
           handled = true;
           res.type('html').send(PAGE);
         }),
@@ -960,11 +951,9 @@ describe.each([
       const got: unknown[] = [];
       const port = await start([mp()], (app) => {
         app.get('/e0', () => {
-          capture();
           throw errors[0];
         });
         app.get('/e1', () => {
-          capture();
           step('sync step', () => {
             throw errors[1];
           });
@@ -972,7 +961,6 @@ describe.each([
         app.get(
           '/e2',
           a(async () => {
-            capture();
             await step('async step', async () => {
               await tick();
               throw errors[2];
@@ -980,7 +968,6 @@ describe.each([
           }),
         );
         app.get('/e3', () => {
-          capture();
           step('non-error', () => {
             throw notError;
           });
@@ -1028,7 +1015,6 @@ describe.each([
     it('B5: 10,000 steps keep Server-Timing within 2048 bytes and readable by Node\u2019s client', async () => {
       const port = await start([mp()], (app) =>
         app.get('/b5', (_req, res) => {
-          capture();
           for (let i = 0; i < 10_000; i++) step(`step number ${i}`, () => undefined);
           res.type('html').send(PAGE);
         }),
@@ -1074,7 +1060,6 @@ describe.each([
           app.get(
             '/ka/:n',
             a(async (req, res) => {
-              capture();
               await step(`request ${req.params.n}`, () => sleep(1));
               res.type('html').send(PAGE);
             }),
