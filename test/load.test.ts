@@ -7,13 +7,14 @@
  * timeout, and it stops by itself.
  */
 import http from 'node:http';
+import { PassThrough } from 'node:stream';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { openProfiles } from '../src/context.js';
-import { currentProfile, step, type Profile, type TimingJSON } from '../src/index.js';
+import { currentProfile, memoryStore, step, type Profile, type TimingJSON } from '../src/index.js';
 import { closeServers, serve, track, waitFor } from './helpers/http.js';
 
 const REQUESTS = 1000;
@@ -215,6 +216,86 @@ describe.each(ADAPTERS)('%s', (_name, make) => {
     }
     expect(wrong.slice(0, 10)).toEqual([]);
     expect(seen.reports).toEqual([]);
+    expect(escaped).toEqual([]);
+  });
+});
+
+/** A stream of server-sent events that never ends by itself; each event is written in a step. */
+type MakeSse = (options: object) => Promise<number>;
+
+const SSE: Array<[string, MakeSse]> = [
+  [
+    'express',
+    async (options) => {
+      const app = express();
+      app.use(expressMiniprof(options));
+      app.get('/events', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write('data: 0\n\n');
+        const timer = setInterval(() => step('event', () => res.write('data: x\n\n')), 10);
+        res.once('close', () => clearInterval(timer));
+      });
+      return serve(app);
+    },
+  ],
+  [
+    'fastify',
+    async (options) => {
+      const app = Fastify();
+      await app.register(fastifyMiniprof, options);
+      app.get('/events', (req, reply) => {
+        const stream = new PassThrough();
+        stream.write('data: 0\n\n');
+        const timer = setInterval(() => step('event', () => stream.write('data: x\n\n')), 10);
+        req.raw.once('close', () => {
+          clearInterval(timer);
+          stream.end();
+        });
+        return reply.type('text/event-stream').header('cache-control', 'no-cache').send(stream);
+      });
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      track(app.server);
+      return (app.server.address() as { port: number }).port;
+    },
+  ],
+];
+
+/** Open an event stream, read its first event, then hang up. */
+function openAndAbort(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/events', agent: false, timeout: 10_000 }, (res) => {
+      res.once('data', (chunk: Buffer) => {
+        req.destroy();
+        resolve(chunk.toString());
+      });
+    });
+    req.once('timeout', () => req.destroy(new Error('no event after 10 s')));
+    req.once('error', (err) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(err);
+    });
+  });
+}
+
+describe.each(SSE)('%s', (_name, make) => {
+  test('E3, C8: 1,000 event streams opened and aborted by the client: every profile sealed, the store stays within its cap', { timeout: 120_000 }, async () => {
+    const store = memoryStore({ maxCount: 50 });
+    const reports: unknown[] = [];
+    const port = await make({ isDeveloper: () => true, onInternalError: (e: unknown) => reports.push(e), results: { store } });
+    const firsts: string[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < 1000) {
+        next++;
+        firsts.push(await openAndAbort(port));
+      }
+    };
+    await Promise.all(Array.from({ length: 100 }, worker));
+    expect(firsts.length).toBe(1000);
+    expect(firsts.every((f) => f.startsWith('data: 0\n\n'))).toBe(true);
+    await waitFor(() => openProfiles() === 0, 10_000, 'every stream\'s profile sealed');
+    await waitFor(() => store.stats().count === 50, 5000, 'store filled to its cap');
+    expect(store.stats().count).toBe(50);
+    expect(reports).toEqual([]);
     expect(escaped).toEqual([]);
   });
 });
