@@ -29,6 +29,7 @@ test('bad results, secret and optInMaxAgeMs options throw coded errors at setup,
     [{ results: { basePath: '/"><x' } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.basePath/],
     [{ results: { store: {} } }, 'MINIPROF_ERR_INVALID_OPTION', /results\.store/],
     [{ results: { listLimit: 0 } }, 'MINIPROF_ERR_INVALID_OPTION', /listLimit/],
+    [{ results: { timeoutMs: 0 } }, 'MINIPROF_ERR_INVALID_OPTION', /timeoutMs/],
     [{ results: { path: '/x' } }, 'MINIPROF_ERR_UNKNOWN_OPTION', /results\.path/],
     [{ secret: 'short' }, 'MINIPROF_ERR_INVALID_OPTION', /"secret" must be at least 32 bytes, got 5/],
     [{ secret: 42 }, 'MINIPROF_ERR_INVALID_OPTION', /"secret"/],
@@ -73,9 +74,10 @@ test('opt-in cookies: valid round-trips; expired, tampered, forged and malformed
   expect(readOptIn(secret, undefined, now)).toBeNull();
 });
 
-function faulty(kind: 'throws' | 'rejects'): ProfileStore {
+function faulty(kind: 'throws' | 'rejects' | 'hangs'): ProfileStore {
   const fail = () => {
     if (kind === 'throws') throw new Error('store down');
+    if (kind === 'hangs') return new Promise<never>(() => {});
     return Promise.reject(new Error('store down'));
   };
   return { save: fail, get: fail, list: fail } as unknown as ProfileStore;
@@ -117,3 +119,19 @@ for (const kind of ['throws', 'rejects'] as const) {
     }
   });
 }
+
+test('C11: a store that never answers: the app is unaffected and the developer page answers 503 after results.timeoutMs', async () => {
+  const faults: unknown[] = [];
+  const a = express();
+  a.use(expressMiniprof({ isDeveloper: () => true, onInternalError: (e) => faults.push(e), results: { store: faulty('hangs'), timeoutMs: 100 } }));
+  a.get('/', (_req, res) => void res.type('text').send('ok'));
+  const port = await serve(a);
+  const r = await raw(port, { path: '/' });
+  expect(r.status).toBe(200);
+  expect(r.payload.toString()).toBe('ok');
+  const page = await raw(port, { path: '/_miniprof/' });
+  expect(page.status).toBe(503);
+  expect(faults.map(String)).toEqual(['Error: miniprof: the profile store did not answer within 100 ms']);
+  const one = await raw(port, { path: `/_miniprof/${r.headers['x-miniprof-id']![0]}` });
+  expect(one.status).toBe(503);
+});

@@ -11,6 +11,8 @@ export interface ResultsOptions {
   store?: ProfileStore;
   /** Rows on the list page. Default 50. */
   listLimit?: number;
+  /** A store read slower than this answers the developer 503 (and is reported). Default 5000. */
+  timeoutMs?: number;
 }
 
 /** @internal */
@@ -18,6 +20,7 @@ export interface ResultsConfig {
   basePath: string;
   store: ProfileStore;
   listLimit: number;
+  timeoutMs: number;
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
@@ -38,12 +41,12 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     return null;
   }
   if (r !== undefined && r !== true && (r === null || typeof r !== 'object' || Array.isArray(r))) {
-    throw invalid('results', 'a boolean or { basePath, store, listLimit }', r);
+    throw invalid('results', 'a boolean or { basePath, store, listLimit, timeoutMs }', r);
   }
   const ro = (typeof r === 'object' ? r : {}) as Record<string, unknown>;
   for (const key of Object.keys(ro)) {
-    if (key !== 'basePath' && key !== 'store' && key !== 'listLimit') {
-      throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "results.${key}" (${describe(ro[key])}); known: basePath, store, listLimit`);
+    if (key !== 'basePath' && key !== 'store' && key !== 'listLimit' && key !== 'timeoutMs') {
+      throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "results.${key}" (${describe(ro[key])}); known: basePath, store, listLimit, timeoutMs`);
     }
   }
   const basePath = ro.basePath ?? '/_miniprof';
@@ -55,7 +58,14 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (s === null || typeof s !== 'object' || typeof s.save !== 'function' || typeof s.get !== 'function' || typeof s.list !== 'function') {
     throw invalid('results.store', 'a store with save, get and list methods', store);
   }
-  return { basePath, store: store as ProfileStore, listLimit: intOption(ro, 'listLimit', 50, 1, 1000), secret, optInMaxAgeMs };
+  return {
+    basePath,
+    store: store as ProfileStore,
+    listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
+    timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
+    secret,
+    optInMaxAgeMs,
+  };
 }
 
 function secretOption(v: unknown): Buffer | null {

@@ -71,7 +71,7 @@ export async function serveResults(
   const base = r.basePath;
   try {
     if (rest === '' || rest === '/') {
-      const list = await r.store.list(dev.owner, r.listLimit);
+      const list = await bounded(r, () => r.store.list(dev.owner, r.listLimit));
       return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
@@ -86,7 +86,7 @@ export async function serveResults(
     const json = rest.endsWith('.json');
     const id = rest.slice(1, json ? -5 : undefined);
     if (rest[0] !== '/' || !UUID.test(id)) return null;
-    const p = await r.store.get(dev.owner, id);
+    const p = await bounded(r, () => r.store.get(dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
     return reply(200, HTML, renderProfilePage(p, base));
@@ -94,4 +94,22 @@ export async function serveResults(
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
   }
+}
+
+/** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
+function bounded<T>(r: ResultsConfig, call: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`miniprof: the profile store did not answer within ${r.timeoutMs} ms`)), r.timeoutMs);
+    timer.unref();
+    new Promise<T>((res) => res(call())).then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }
