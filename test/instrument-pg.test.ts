@@ -67,7 +67,7 @@ describe('instrumentPg: node-postgres has no channels, so one object is wrapped'
       fixed(c),
     );
     expect(sql(profile)).toEqual([
-      ['select * from users where id = $1', 4, false],
+      ['select * from users where id = $1 /* params: ? */', 4, false],
       ['fail where name = ?', 4, true],
     ]);
   });
@@ -131,6 +131,37 @@ describe('instrumentPg: node-postgres has no channels, so one object is wrapped'
     expect(sql(profile)).toEqual([
       ['select * from big', 4, false],
       ['fail cursor', 8, true],
+    ]);
+  });
+
+  test('values sent apart from the text count for duplicates, are masked by default, shown with redact: false', async () => {
+    const run = async (redact: boolean) => {
+      const c = fakeClock();
+      const client = instrumentPg(new FakeClient(c));
+      const { profile } = await withProfile(
+        'job',
+        async () => {
+          for (const id of [7, 8, 7]) await client.query('select * from users where id = $1', [id]);
+          await client.query({ text: 'select * from t where a = $1 and b = $2', values: ["it's \\' secret", null] });
+        },
+        fixed(c, { redact }),
+      );
+      return profile.toJSON();
+    };
+    const masked = await run(true);
+    expect(masked.root.custom!.map((c) => [c.command, c.duplicate, c.similar])).toEqual([
+      ['select * from users where id = $1 /* params: ? */', true, 1],
+      ['select * from users where id = $1 /* params: ? */', undefined, 1],
+      ['select * from users where id = $1 /* params: ? */', true, 1],
+      ['select * from t where a = $1 and b = $2 /* params: ?, NULL */', undefined, undefined],
+    ]);
+    expect(JSON.stringify(masked)).not.toContain('secret');
+    const shown = await run(false);
+    expect(shown.root.custom!.map((c) => c.command)).toEqual([
+      "select * from users where id = $1 /* params: 7 */",
+      "select * from users where id = $1 /* params: 8 */",
+      "select * from users where id = $1 /* params: 7 */",
+      "select * from t where a = $1 and b = $2 /* params: 'it''s \\\\'' secret', NULL */",
     ]);
   });
 

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import mysql from 'mysql2';
 import pg from 'pg';
 import { normalize, redact } from '../src/analysis/normalize.js';
+import { withParams } from '../src/instrument/record.js';
 import { renderHtmlComment, renderServerTiming, renderText, timing, withProfile } from '../src/index.js';
 import { fakeClock, fixed } from './helpers/clock.js';
 
@@ -112,6 +113,8 @@ describe('properties', () => {
       ['sql', `select * from t where id in (${n}, ${n + 1})`],
       ['http', `GET http://127.0.0.1:8080/search?q=${encodeURIComponent(s)}&id=${n}`],
       ['redis', `GET session:${n}`],
+      // Values sent apart from the text (pg, mysql2 execute), as the instrumentations append them.
+      ['sql', withParams('select * from t where a = $1 and b = $2', [s, n, { s }, [s]])],
     ];
   }
 

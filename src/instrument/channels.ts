@@ -1,6 +1,6 @@
 import dc from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
-import { closeCall, openCall, type OpenCall } from './record.js';
+import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /**
  * Outgoing calls timed through `diagnostics_channel`, without patching any library: the libraries
@@ -39,7 +39,8 @@ export function instrument(): void {
   // A node-redis MULTI sends its commands without a command event each (a pipeline has them).
   traced('node-redis:batch', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI');
   traced('mysql2:query', 'sql', sqlOf);
-  traced('mysql2:execute', 'sql', sqlOf);
+  // execute() sends its values apart from the text (a prepared statement).
+  traced('mysql2:execute', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
 }
 
 type Ctx = Record<string, unknown> & { error?: unknown };

@@ -1,5 +1,5 @@
 import { als } from '../context.js';
-import { closeCall, openCall, type OpenCall } from './record.js';
+import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /** The part of a `pg` Pool or Client that is wrapped. */
 export interface PgQueryable {
@@ -8,11 +8,13 @@ export interface PgQueryable {
 
 const WRAPPED = Symbol('miniprof.pg');
 
-function textOf(first: unknown): string {
-  if (typeof first === 'string') return first;
+/** The query text, with its `$1` values appended as literals (see withParams). */
+function textOf(args: unknown[]): string {
+  const first = args[0];
+  if (typeof first === 'string') return withParams(first, args[1]);
   if (first !== null && typeof first === 'object') {
-    const text = (first as { text?: unknown }).text;
-    if (typeof text === 'string') return text;
+    const { text, values } = first as { text?: unknown; values?: unknown };
+    if (typeof text === 'string') return withParams(text, Array.isArray(values) ? values : args[1]);
   }
   return '[query]';
 }
@@ -43,7 +45,7 @@ export function instrumentPg<T extends PgQueryable>(target: T): T {
   t.query = function miniprofQuery(this: unknown, ...args: unknown[]) {
     const scope = als.getStore();
     if (scope === undefined || scope.profile === null) return query.apply(this, args);
-    const call = openCall('sql', textOf, args[0]);
+    const call = openCall('sql', textOf, args);
     if (call === undefined) return query.apply(this, args);
     return timed(call, query, this, args);
   };

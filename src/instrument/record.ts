@@ -50,3 +50,31 @@ export function closeCall(call: OpenCall | undefined, failed: boolean): void {
     report(profile.config.onInternalError, err);
   }
 }
+
+function literal(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint') return String(v);
+  let text: string;
+  if (typeof v === 'string') text = v;
+  else if (v instanceof Date) text = Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
+  else if (v instanceof Uint8Array) text = `<${v.byteLength} bytes>`;
+  else {
+    try {
+      text = JSON.stringify(v) ?? String(v);
+    } catch {
+      text = '[unprintable]';
+    }
+  }
+  // Backslashes doubled as well as quotes, so the redactor reads the literal exactly as written.
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+}
+
+/**
+ * A query whose values travel apart from its text (pg's `$1`, mysql2's `execute`): the values
+ * are appended as SQL literals, so two calls are duplicates only when their values match too,
+ * and the redactor masks them like any literal (`/* params: ?, ? *\/`) unless `redact: false`.
+ */
+export function withParams(text: string, values: unknown): string {
+  if (!Array.isArray(values) || values.length === 0) return text;
+  return `${text} /* params: ${values.map(literal).join(', ')} */`;
+}
