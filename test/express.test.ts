@@ -470,6 +470,16 @@ describe.each([
       const LATIN = '<html><body>café crème à la carte</body></html>';
       it.each([
         ['res.send(string)', (res: Response) => res.type('html').send(TEXT), TEXT, 'utf8'],
+        [
+          // Without an ETag to compute, Express hands a short string to end() as a string.
+          'res.send(string), etag off',
+          (res: Response) => {
+            res.app.set('etag', false);
+            res.type('html').send(TEXT);
+          },
+          TEXT,
+          'utf8',
+        ],
         ['res.send(Buffer)', (res: Response) => res.type('html').send(Buffer.from(TEXT)), TEXT, 'utf8'],
         [
           "res.end(str, 'latin1')",
