@@ -269,6 +269,8 @@ describe('mysql2 tracing channels, against mysql2’s own server protocol over a
           );
           await conn.promise().query('update users set seen = 1 where id = 42');
           await expect(conn.promise().query('fail here')).rejects.toMatchObject({ message: 'syntax' });
+          // This server answers no prepared statements: a real execute round trip that fails.
+          await expect(conn.promise().execute('select * from users where id = ?', [42])).rejects.toThrow('prepared');
         },
         fixed(clock),
       );
@@ -276,6 +278,7 @@ describe('mysql2 tracing channels, against mysql2’s own server protocol over a
         { category: 'sql', command: 'select * from users where email = ?', durationMs: 3, error: undefined },
         { category: 'sql', command: 'update users set seen = ? where id = ?', durationMs: 3, error: undefined },
         { category: 'sql', command: 'fail here', durationMs: 3, error: true },
+        { category: 'sql', command: 'select * from users where id = ? /* params: ? */', durationMs: 0, error: true },
       ]);
       expect(JSON.stringify(profile.toJSON())).not.toContain('bob@example.com');
     } finally {
