@@ -238,6 +238,15 @@ describe.each([
       expect(await isProfiled(await start([mp({ isDeveloper: async () => (await tick(), true) })]))).toBe(true);
     });
 
+    it('A1: isDeveloper gets the Express request (typed as express.Request)', async () => {
+      const isDeveloper = (req: Request): boolean => req.get('x-dev') === 'yes' && req.path === '/page';
+      const port = await start([miniprof({ isDeveloper, onInternalError: (err) => faults.push(err) })]);
+      const dev = await raw(port, { path: '/page', headers: { 'X-Dev': 'yes' } });
+      expect(dev.headers['server-timing']).toBeDefined();
+      const other = await raw(port, { path: '/page', headers: { 'X-Dev': 'no' } });
+      expect(other.headers['server-timing']).toBeUndefined();
+    });
+
     it('A1: isDeveloper false, or a truthy non-true value: byte-identical to the app alone', async () => {
       const plain = await start([]);
       await expectIdentical(plain, await start([mp({ isDeveloper: () => false })]), { path: '/page' });
