@@ -262,6 +262,30 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(await listed(b)).toEqual(new Set(ids.filter((_, i) => who[i] === b)));
     });
 
+    test('A3 with results.owner: two signed-in developers on one address see only their own; an owner that throws denies', async () => {
+      const store = watched();
+      const faults: unknown[] = [];
+      const owner = (req: { headers: http.IncomingHttpHeaders }) => {
+        const u = req.headers['x-user'];
+        if (u === 'boom') throw new Error('session store down');
+        return typeof u === 'string' ? u : '';
+      };
+      const { port, bare } = await both({ isDeveloper, onInternalError: (e: unknown) => faults.push(e), results: { store, owner } } as never);
+      const as = (user: string) => ({ 'x-dev': '1', 'x-user': user });
+      const ida = (await raw(port, { path: '/api', headers: as('ann') })).headers['x-miniprof-id']![0]!;
+      const idb = (await raw(port, { path: '/api', headers: as('bob') })).headers['x-miniprof-id']![0]!;
+      await waitFor(() => store.saved.includes(ida) && store.saved.includes(idb));
+      expect((await raw(port, { path: `/_miniprof/${ida}.json`, headers: as('ann') })).status).toBe(200);
+      const cross = await raw(port, { path: `/_miniprof/${ida}.json`, headers: as('bob') });
+      expect(strip(cross)).toBe(strip(await raw(bare, { path: `/_miniprof/${ida}.json`, headers: as('bob') })));
+      // No identity, or a failing one: not a developer's request at all.
+      for (const user of ['', 'boom']) {
+        const r = await raw(port, { path: '/page', headers: as(user) });
+        expect(strip(r)).toBe(strip(await raw(bare, { path: '/page', headers: as(user) })));
+      }
+      expect(faults.map(String)).toEqual(['Error: session store down']);
+    });
+
     test('the opt-in cookie is Secure when the request came over HTTPS (behind a trusted proxy here)', async () => {
       const { port } = await both({ isDeveloper, secret: SECRET } as never);
       const r = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1', 'x-forwarded-proto': 'https' } });

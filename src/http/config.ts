@@ -30,7 +30,7 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * that developer only; every profiled response carries `X-Miniprof-Id`. Default true (an
    * in-memory store); `false` keeps nothing and mounts nothing.
    */
-  results?: boolean | ResultsOptions;
+  results?: boolean | ResultsOptions<Req>;
   /**
    * Turns on the opt-in cookie (at least 32 bytes; keep it out of the code). A developer who
    * passes `isDeveloper` opens `<basePath>/opt-in` and gets a signed, expiring cookie; with it

@@ -1,10 +1,10 @@
 import { codedError, describe } from '../errors.js';
-import { intOption, invalid } from '../options.js';
+import { fnOption, intOption, invalid } from '../options.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
 
 /** The `results` option: where profiles are kept and where the pages are served. */
-export interface ResultsOptions {
+export interface ResultsOptions<Req = any> {
   /** Where the pages live. Default `'/_miniprof'`. Letters, digits and `/_.~-` only. */
   basePath?: string;
   /** Default: a {@link memoryStore} with its defaults (200 profiles, 32 MiB, 30 minutes). */
@@ -13,6 +13,13 @@ export interface ResultsOptions {
   listLimit?: number;
   /** A store read slower than this answers the developer 503 (and is reported). Default 5000. */
   timeoutMs?: number;
+  /**
+   * Whose profiles a developer's request makes and sees, for apps that know their users (a
+   * session's user id, say). Default: the socket's peer address. An opt-in cookie, when valid,
+   * is the identity instead. If it throws or returns anything but a non-empty string, the
+   * request is not treated as a developer's: profiles are never filed under a guess.
+   */
+  owner?: (req: Req) => string;
 }
 
 /** @internal */
@@ -21,6 +28,7 @@ export interface ResultsConfig {
   store: ProfileStore;
   listLimit: number;
   timeoutMs: number;
+  owner: ((req: unknown) => unknown) | null;
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
@@ -28,6 +36,7 @@ export interface ResultsConfig {
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
 
+const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
 const MIN_SECRET_BYTES = 32;
 
@@ -41,12 +50,12 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     return null;
   }
   if (r !== undefined && r !== true && (r === null || typeof r !== 'object' || Array.isArray(r))) {
-    throw invalid('results', 'a boolean or { basePath, store, listLimit, timeoutMs }', r);
+    throw invalid('results', `a boolean or { ${RESULT_KEYS.join(', ')} }`, r);
   }
   const ro = (typeof r === 'object' ? r : {}) as Record<string, unknown>;
   for (const key of Object.keys(ro)) {
-    if (key !== 'basePath' && key !== 'store' && key !== 'listLimit' && key !== 'timeoutMs') {
-      throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "results.${key}" (${describe(ro[key])}); known: basePath, store, listLimit, timeoutMs`);
+    if (!RESULT_KEYS.includes(key)) {
+      throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "results.${key}" (${describe(ro[key])}); known: ${RESULT_KEYS.join(', ')}`);
     }
   }
   const basePath = ro.basePath ?? '/_miniprof';
@@ -63,6 +72,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     store: store as ProfileStore,
     listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
     timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
+    owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
     secret,
     optInMaxAgeMs,
   };

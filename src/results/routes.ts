@@ -32,7 +32,20 @@ export function admit<Req>(cfg: HttpConfig<Req>, req: Req, cookie: unknown, then
     const optIn = readOptIn(secret, cookie, Date.now());
     if (optIn !== null) return then({ owner: `optin:${optIn.token}`, optIn });
   }
-  askDeveloper(cfg, req, (yes) => then(yes ? { owner: `peer:${cfg.peer(req) ?? ''}`, optIn: null } : null));
+  askDeveloper(cfg, req, (yes) => then(yes ? developer(cfg, req) : null));
+}
+
+function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
+  const fn = cfg.results?.owner ?? null;
+  if (fn === null) return { owner: `peer:${cfg.peer(req) ?? ''}`, optIn: null };
+  let id: unknown;
+  try {
+    id = fn(req);
+  } catch (err) {
+    report(cfg.core.onInternalError, err);
+    return null;
+  }
+  return typeof id === 'string' && id.length > 0 ? { owner: `app:${id}`, optIn: null } : null;
 }
 
 /** One prefix test on the raw URL: the only cost results add to a developer's ordinary request. */
