@@ -22,9 +22,10 @@ export interface ResultsReply {
 }
 
 /**
- * Decide whether a request is a developer's. A valid opt-in cookie admits it without asking
- * `isDeveloper`; otherwise `isDeveloper` decides and the peer address is the identity. Without
- * a secret no cookie is read at all. Calls back synchronously when it can.
+ * Decide whether a request is a developer's, and whose. A valid opt-in cookie admits it without
+ * asking `isDeveloper` (its random token is the identity); otherwise `isDeveloper` decides and
+ * the identity is `results.owner(req)`, or the peer address. Without a secret no cookie is read
+ * at all. Calls back synchronously when it can.
  */
 export function admit<Req>(cfg: HttpConfig<Req>, req: Req, cookie: unknown, then: (dev: Developer | null) => void): void {
   const secret = cfg.results?.secret ?? null;
