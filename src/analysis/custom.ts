@@ -1,5 +1,5 @@
 import type { CustomTimingJSON, TimingJSON } from '../profile.js';
-import { normalize, redact } from './normalize.js';
+import { redact, shapeOf } from './normalize.js';
 
 /** Per category, in the profile's JSON: how many custom timings, how long, how repetitive. */
 export interface CategorySummaryJSON {
@@ -56,6 +56,9 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
   if (all.length === 0) return undefined;
 
   const exact = new Map<string, number>();
+  // Per distinct raw command: its redacted text, computed once and used for both the shape and
+  // (unless redaction is off) the output.
+  const masked = new Map<string, string>();
   const shapes = new Map<string, string>();
   const groups = new Map<string, Group>();
   const keys: string[] = [];
@@ -63,7 +66,11 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
     const key = `${c.category}\0${c.command}`;
     exact.set(key, (exact.get(key) ?? 0) + 1);
     let shape = shapes.get(c.command);
-    if (shape === undefined) shapes.set(c.command, (shape = normalize(c.command)));
+    if (shape === undefined) {
+      const m = redact(c.command);
+      masked.set(c.command, m);
+      shapes.set(c.command, (shape = shapeOf(m)));
+    }
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
     const g = groups.get(gkey);
@@ -74,7 +81,6 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
     }
   }
 
-  const masked = new Map<string, string>();
   const similar: SimilarGroupJSON[] = [];
   const cats = new Map<string, CategorySummaryJSON>();
   for (let i = 0; i < all.length; i++) {
@@ -96,11 +102,7 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
       c.similar = g.id;
       cat.similar++;
     }
-    if (redactCommands) {
-      let m = masked.get(c.command);
-      if (m === undefined) masked.set(c.command, (m = redact(c.command)));
-      c.command = m;
-    }
+    if (redactCommands) c.command = masked.get(c.command)!;
   }
   const customSummary = [...cats.values()];
   for (const s of customSummary) s.durationMs = us(s.durationMs);

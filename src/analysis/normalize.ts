@@ -54,5 +54,10 @@ const SPACE = /\s+/g;
  * normalize("select * from t where id in (1, 2, 3)") // "select * from t where id in (...)"
  */
 export function normalize(command: string): string {
-  return redact(command).replace(LIST, '(...)').replace(VALUES_ROWS, '$1').replace(SPACE, ' ').trim();
+  return shapeOf(redact(command));
+}
+
+/** {@link normalize} for a command that is already redacted (the seal has both at hand). */
+export function shapeOf(redacted: string): string {
+  return redacted.replace(LIST, '(...)').replace(VALUES_ROWS, '$1').replace(SPACE, ' ').trim();
 }
