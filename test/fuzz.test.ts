@@ -17,6 +17,7 @@ import { openProfiles } from '../src/context.js';
 import { HTTP_KEYS } from '../src/http/config.js';
 import { CORE_KEYS } from '../src/options.js';
 import {
+  currentProfile,
   renderHtmlComment,
   renderServerTiming,
   renderText,
@@ -324,6 +325,36 @@ describe('request time', () => {
     await waitFor(() => openProfiles() === 0, 3000, 'every profile sealed');
     expect(reports).toEqual([]);
     expect(escaped).toEqual([]);
+  });
+
+  test('A5: secrets in cookies, Authorization, other headers and the query string appear in no output (comment, header, JSON)', async () => {
+    let last: ProfileJSON | undefined;
+    const app = Fastify();
+    await app.register(fastifyMiniprof, { isDeveloper: () => true, results: false });
+    app.get('/account', async (_req, reply) => {
+      await step('load', async () => null);
+      const p = currentProfile()!;
+      reply.raw.once('close', () => (last = p.toJSON()));
+      return reply.type('text/html').send(PAGE);
+    });
+    const secret = fc.stringMatching(/^[A-Za-z0-9]{12,24}$/);
+    await fc.assert(
+      fc.asyncProperty(secret, secret, secret, secret, async (cookie, auth, header, query) => {
+        last = undefined;
+        const r = await app.inject({
+          url: `/account?token=${query}`,
+          headers: { cookie: `session=${cookie}`, authorization: `Bearer ${auth}`, 'x-api-key': header },
+        });
+        await waitFor(() => last !== undefined, 3000, 'profile sealed');
+        const outputs = [r.body, String(r.headers['server-timing']), JSON.stringify(last)];
+        for (const s of [cookie, auth, header, query]) {
+          for (const out of outputs) expect(out.includes(s)).toBe(false);
+        }
+        expect(last!.request).toEqual({ method: 'GET', path: '/account', status: 200 });
+      }),
+      { numRuns: 50 },
+    );
+    await app.close();
   });
 
   test('C11: function options that return anything (isDeveloper, clock, now, onInternalError) never fail a request', async () => {
