@@ -172,6 +172,7 @@ describe('event-loop delay while a profile is open (real time)', () => {
     expect(json.eventLoopDelayMs).toBeGreaterThanOrEqual(50);
     expect(json.root.children).toEqual([]);
     expect(renderText(profile)).toContain(`! event loop delayed up to ${json.eventLoopDelayMs!.toFixed(1)}ms while this profile was open\n`);
+    expect(renderServerTiming(profile)).toContain(`event-loop;dur=${json.eventLoopDelayMs!.toFixed(1)};desc="largest event-loop delay", total;dur=`);
   });
 
   test('a stall right before the profile closes is still credited (no tick needed)', async () => {

@@ -15,8 +15,9 @@ const MAX_TOKEN = 32;
 const MAX_DESC = 96;
 
 /**
- * One `Server-Timing` header value: a metric per top-level step, one per custom-timing category
- * (summed, with the count in `desc`), then `total`. Always printable ASCII (0x20–0x7E): names are
+ * One `Server-Timing` header value: a metric per top-level step (its `desc` says when it blocked
+ * the event loop), one per custom-timing category (summed, with the count in `desc`, never a
+ * command), `event-loop` when the loop stalled past `blockingMs`, then `total`. Always printable ASCII (0x20–0x7E): names are
  * reduced to tokens, and `desc` is a quoted string with `\` and `"` escaped and anything outside
  * ASCII percent-encoded as UTF-8, so Node can never reject it. Metrics that do not fit `maxBytes`
  * are dropped from the end and counted in a `more` metric.
@@ -41,6 +42,7 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   const cats = new Map<string, { sum: number; count: number }>();
   collect(p.root, cats);
   for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
+  if (p.eventLoopDelayMs !== undefined) metrics.push(metric('event-loop', p.eventLoopDelayMs, 'largest event-loop delay'));
   return fit(metrics, `total;dur=${ms1(p.durationMs)}`, max);
 }
 
