@@ -8,6 +8,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import express from 'express';
+import express4 from 'express4';
 import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
@@ -177,7 +178,21 @@ function refuseServerTiming(res: ServerResponse): void {
 
 type Make = (fault: Fault, options: MiniprofOptions<never> | null, ctx: Ctx) => Promise<number>;
 
+function expressMake(factory: typeof express): Make {
+  return async (fault, options, ctx) => {
+    const app = factory();
+    if (fault.rejectServerTiming) app.use((_req, res, next) => (refuseServerTiming(res), next()));
+    if (options !== null) app.use(expressMiniprof(options as never));
+    app.get('/page', (_req, res, next) => {
+      // Express 4 does not catch a rejected handler: pass errors on explicitly.
+      work(ctx, fault).then(() => res.set('X-App', '1').type('html').send(PAGE), next);
+    });
+    return serve(app);
+  };
+}
+
 const ADAPTERS: Array<[string, Make]> = [
+  ['express 4', expressMake(express4)],
   [
     'express',
     async (fault, options, ctx) => {
