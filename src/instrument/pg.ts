@@ -30,7 +30,8 @@ function textOf(args: unknown[]): string {
  * (`pg-cursor`, `pg-query-stream`) is returned as is, and timed until the client tells it the
  * query is over (`handleReadyForQuery` or `handleError`).
  *
- * Wrap the pool *or* the clients it hands out, not both, or a query is counted twice.
+ * Wrap the pool *or* the clients it hands out, not both, or a query is counted twice. Tested
+ * with pg 8.23 against PostgreSQL 15.
  *
  * @example
  * import pg from 'pg';
