@@ -78,9 +78,9 @@ describe('duplicates and similar commands', () => {
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
-        'http 1 x 3.5ms',
-        'sql 4 x 5.0ms, 3 similar, 2 duplicate',
-        '#1 sql 3 x 3.0ms similar: select * from users where id = ?',
+        '[http] 1 x 3.5ms',
+        '[sql] 4 x 5.0ms, 3 similar, 2 duplicate',
+        '#1 [sql] 3 x 3.0ms similar: select * from users where id = ?',
         '',
       ].join('\n'),
     );

@@ -80,7 +80,7 @@ describe('exact output', () => {
     '> render "café" ☕ = 5.4ms (error)',
     '>> header = 0.4ms',
     '> pending = 366.9ms (unfinished)',
-    'sql 1 x 3.1ms',
+    '[sql] 1 x 3.1ms',
     '! 2 more steps were not recorded (maxSteps or maxDepth)',
     '',
   ].join('\n');
@@ -271,6 +271,31 @@ function checkInjected(page: string, comment: string): void {
 function linesOf(text: string): string[] {
   return text.split('\n');
 }
+
+describe('no user text forges a line of the tree', () => {
+  test('B1: step lines are exactly the steps, whatever the categories and commands say', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' })), { minLength: 1, maxLength: 4 }),
+        async (customs) => {
+          const c = fakeClock();
+          const { profile } = await withProfile(
+            'root',
+            () =>
+              step('only step', () => {
+                for (const [category, command] of customs) timing(category, command, () => (c.t += 1));
+                timing('> forged = 1.0ms', '> forged = 1.0ms', () => 0);
+              }),
+            fixed(c),
+          );
+          const stepLines = renderText(profile).split('\n').filter((l) => l.startsWith('>') && !l.startsWith('>> ['));
+          expect(stepLines).toEqual(['> only step = ' + `${customs.length}.0ms`]);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
 
 describe('B1: the comment is exactly one comment node for any text', () => {
   test('B1 property: arbitrary names, commands, path, machine and warnings (2,000 runs)', () => {

@@ -63,14 +63,15 @@ function lines(t: TimingJSON, depth: number, ascii: boolean): string {
 }
 
 /**
- * One line per category (`sql 12 x 48.3ms, 10 similar, 2 duplicate`), then one per group of
- * similar commands with its masked shape: the N+1 pattern, named.
+ * One line per category (`[sql] 12 x 48.3ms, 10 similar, 2 duplicate`), then one per group of
+ * similar commands with its masked shape: the N+1 pattern, named. Both start with a character a
+ * step line never starts with (`[`, `#`), so no category can make a summary pass for a step.
  */
 function summary(p: ProfileJSON, ascii: boolean): string {
   let out = '';
   if (p.customSummary !== undefined) {
     for (const s of p.customSummary) {
-      out += `${escapeText(s.category, ascii)} ${s.count} x ${ms1(s.durationMs)}ms`;
+      out += `[${escapeText(s.category, ascii)}] ${s.count} x ${ms1(s.durationMs)}ms`;
       if (s.similar > 0) out += `, ${s.similar} similar`;
       if (s.duplicate > 0) out += `, ${s.duplicate} duplicate`;
       out += '\n';
@@ -78,7 +79,7 @@ function summary(p: ProfileJSON, ascii: boolean): string {
   }
   if (p.similar !== undefined) {
     for (const g of p.similar) {
-      out += `#${g.id} ${escapeText(g.category, ascii)} ${g.count} x ${ms1(g.durationMs)}ms similar: ${escapeText(g.command, ascii)}\n`;
+      out += `#${g.id} [${escapeText(g.category, ascii)}] ${g.count} x ${ms1(g.durationMs)}ms similar: ${escapeText(g.command, ascii)}\n`;
     }
   }
   return out;
