@@ -42,7 +42,7 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   const cats = new Map<string, { sum: number; count: number }>();
   collect(p.root, cats);
   for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
-  if (p.eventLoopDelayMs !== undefined) metrics.push(metric('event-loop', p.eventLoopDelayMs, 'largest event-loop delay'));
+  if (p.eventLoopDelayMs !== undefined) metrics.push(`event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
   return fit(metrics, `total;dur=${ms1(p.durationMs)}`, max);
 }
 
@@ -86,13 +86,13 @@ function more(n: number): string {
 
 const TCHAR = /[^A-Za-z0-9!#$%&'*+.^_`|~-]+/g;
 
-/** A metric name is an RFC 9110 token; `total` and `more` are ours. */
+/** A metric name is an RFC 9110 token; `total`, `more` and `event-loop` are ours. */
 export function token(name: string): string {
   let t = name.replace(TCHAR, '_');
   if (t.length > MAX_TOKEN) t = t.slice(0, MAX_TOKEN);
   t = t.replace(/^_+|_+$/g, '');
   if (t === '') return 'step';
-  return t === 'total' || t === 'more' ? `${t}_` : t;
+  return t === 'total' || t === 'more' || t === 'event-loop' ? `${t}_` : t;
 }
 
 /** The inside of a quoted-string: ASCII only, `%`-encoding what is not (so `\u` is never needed). */
