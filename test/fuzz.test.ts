@@ -147,6 +147,19 @@ describe('names, categories and commands', () => {
     );
   });
 
+  test('B3: a step named like one of miniprof\'s own metrics (total, more, event-loop) cannot pass for it', async () => {
+    const { profile } = await withProfile(
+      'p',
+      () => {
+        for (const name of ['total', 'more', 'event-loop', ' total ']) step(name, () => null);
+      },
+      { clock: () => 0, now: () => 0 },
+    );
+    expect(renderServerTiming(profile)).toBe(
+      'total_;dur=0.0;desc="total", more_;dur=0.0;desc="more", event-loop_;dur=0.0;desc="event-loop", total_;dur=0.0;desc=" total ", total;dur=0.0',
+    );
+  });
+
   test('any value as the profile name of withProfile is recorded as a cut string', async () => {
     await fc.assert(
       fc.asyncProperty(anyValue, async (name) => {
