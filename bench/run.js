@@ -350,7 +350,7 @@ for (const bin of nodes) {
   json.runs.push({ node: v, micro: m, http: h, loadAfter: load() });
   md.push(`## Node ${v}`, '');
   md.push(budget(m, h));
-  if (m) md.push('### Micro (mitata p50 of 4096-call batches, median of rounds)', '', microTables(m));
+  if (m) md.push('### Micro (mitata p50 of 4096-call batches (128 for rows slower than 50 ns), median of rounds)', '', microTables(m));
   if (h) {
     md.push(`### HTTP (GET / a 10-step HTML page; median of ${rounds} interleaved rounds; ratios per pair)`, '', httpTable(h));
   }
