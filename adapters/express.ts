@@ -4,7 +4,7 @@ import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
 import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
-import { admit, serveResults, underBase, type Developer, type ResultsReply } from '../src/results/routes.js';
+import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -91,13 +91,25 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   return function miniprofMiddleware(req, res, next) {
     // Mounted twice on one path (app and sub-app): the outer profile already covers this request.
     if ((res as { [PROFILED]?: true })[PROFILED] === true) return next();
-    admit(cfg, req, req.headers.cookie, (dev) => {
-      if (dev === null) return next();
-      const url = req.originalUrl ?? req.url;
-      if (results !== null && underBase(results, url)) return answer(req, res, next, dev, url!);
-      profile(req, res, next, dev.owner);
-    });
+    const dev = decide(cfg, req, cookieOf);
+    if (dev === null) return next();
+    if (dev instanceof Promise) {
+      // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
+      dev.then((d) => (d === null ? next() : developer(req, res, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
+      return;
+    }
+    developer(req, res, next, dev);
   };
+
+  function developer(req: Req, res: ServerResponse, next: Next, dev: Developer): void {
+    const url = req.originalUrl ?? req.url;
+    if (results !== null && underBase(results, url)) return answer(req, res, next, dev, url!);
+    profile(req, res, next, dev.owner);
+  }
+}
+
+function cookieOf(req: IncomingMessage): unknown {
+  return req.headers.cookie;
 }
 
 function write(res: ServerResponse, r: ResultsReply): void {

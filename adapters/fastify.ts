@@ -6,7 +6,7 @@ import { als, runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
-import { admit, serveResults, underBase, type Developer } from '../src/results/routes.js';
+import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -110,14 +110,26 @@ const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify,
   }
   if (cfg.isDeveloper === null) return done();
   fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
-    admit(cfg, request, request.headers.cookie, (dev) => {
-      if (dev === null) return next();
-      if (cfg.results !== null && underBase(cfg.results, request.raw.url)) return answer(cfg, request, reply, next, dev);
-      profile(cfg, request, reply, next, dev.owner);
-    });
+    const dev = decide(cfg, request, cookieOf);
+    if (dev === null) return next();
+    if (dev instanceof Promise) {
+      // `next()` continues Fastify's chain; a throw there must not become an unhandled rejection.
+      dev.then((d) => (d === null ? next() : developer(cfg, request, reply, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
+      return;
+    }
+    developer(cfg, request, reply, next, dev);
   });
   done();
 };
+
+function developer(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
+  if (cfg.results !== null && underBase(cfg.results, request.raw.url)) return answer(cfg, request, reply, next, dev);
+  profile(cfg, request, reply, next, dev.owner);
+}
+
+function cookieOf(request: FastifyRequest): unknown {
+  return request.raw.headers.cookie;
+}
 
 /**
  * Fastify 5 plugin, wrapped with fastify-plugin so its hook covers every route and child plugin.

@@ -31,7 +31,7 @@ if (config === 'dev' || config === 'nondev') {
   tracer = api.trace.getTracer('bench');
   s = otelStep(tracer);
 }
-const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench' };
+const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS ?? '{}') };
 
 let server;
 if (framework === 'express') {

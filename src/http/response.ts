@@ -152,32 +152,3 @@ export function stripConditionals(headers: Record<string, unknown>): void {
   delete headers['if-none-match'];
   delete headers['if-modified-since'];
 }
-
-/**
- * Ask `isDeveloper`, which may be sync or async and may throw or reject: anything but `true`
- * means no. Calls back synchronously when the answer is synchronous.
- */
-export function askDeveloper<Req>(cfg: HttpConfig<Req>, req: Req, then: (yes: boolean) => void): void {
-  let answer: unknown;
-  try {
-    answer = cfg.isDeveloper!(req);
-  } catch (err) {
-    report(cfg.core.onInternalError, err);
-    return then(false);
-  }
-  if (answer === true || answer === false || answer === undefined || answer === null || typeof (answer as { then?: unknown }).then !== 'function') {
-    return then(answer === true);
-  }
-  Promise.resolve(answer)
-    .then(
-      (v) => v === true,
-      (err) => {
-        report(cfg.core.onInternalError, err);
-        return false;
-      },
-    )
-    .then(then)
-    // `then` continues the app's chain (next(), done()); a throw there is the framework's to
-    // handle, but it must not become an unhandled rejection that takes the process down.
-    .catch((err: unknown) => report(cfg.core.onInternalError, err));
-}

@@ -1,6 +1,5 @@
 import { report, type InternalErrorHandler } from '../errors.js';
 import type { HttpConfig } from '../http/config.js';
-import { askDeveloper } from '../http/response.js';
 import type { ProfileJSON } from '../profile.js';
 import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
@@ -25,15 +24,40 @@ export interface ResultsReply {
  * Decide whether a request is a developer's, and whose. A valid opt-in cookie admits it without
  * asking `isDeveloper` (its random token is the identity); otherwise `isDeveloper` decides and
  * the identity is `results.owner(req)`, or the peer address. Without a secret no cookie is read
- * at all. Calls back synchronously when it can.
+ * at all. Returns null (not a developer's), a Developer, or a promise of either when
+ * `isDeveloper` is async: the common answer, a synchronous no, allocates nothing. Never throws;
+ * `isDeveloper` throwing or rejecting means no, and the fault is reported.
  */
-export function admit<Req>(cfg: HttpConfig<Req>, req: Req, cookie: unknown, then: (dev: Developer | null) => void): void {
+export function decide<Req>(
+  cfg: HttpConfig<Req>,
+  req: Req,
+  cookieOf: (req: Req) => unknown,
+): Developer | null | Promise<Developer | null> {
   const secret = cfg.results?.secret ?? null;
-  if (secret !== null && typeof cookie === 'string' && cookie.includes('miniprof=')) {
-    const optIn = readOptIn(secret, cookie, Date.now());
-    if (optIn !== null) return then({ owner: `optin:${optIn.token}`, optIn });
+  if (secret !== null) {
+    const cookie = cookieOf(req);
+    if (typeof cookie === 'string' && cookie.includes('miniprof=')) {
+      const optIn = readOptIn(secret, cookie, Date.now());
+      if (optIn !== null) return { owner: `optin:${optIn.token}`, optIn };
+    }
   }
-  askDeveloper(cfg, req, (yes) => then(yes ? developer(cfg, req) : null));
+  let answer: unknown;
+  try {
+    answer = cfg.isDeveloper!(req);
+    if (answer === true) return developer(cfg, req);
+    if (answer === null || (typeof answer !== 'object' && typeof answer !== 'function')) return null;
+    if (typeof (answer as { then?: unknown }).then !== 'function') return null;
+  } catch (err) {
+    report(cfg.core.onInternalError, err);
+    return null;
+  }
+  return Promise.resolve(answer as unknown).then(
+    (v) => (v === true ? developer(cfg, req) : null),
+    (err: unknown) => {
+      report(cfg.core.onInternalError, err);
+      return null;
+    },
+  );
 }
 
 function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
