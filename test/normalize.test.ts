@@ -139,3 +139,19 @@ describe('properties', () => {
     expect(outs[3]).not.toContain('1234567890');
   });
 });
+
+describe('redact and normalize stay linear on hostile text', () => {
+  // No timing assertion: each input is 400,000 characters, on which the quadratic patterns this
+  // guards against took minutes (0.8 s at 50,000), far past the test timeout; linear takes ms.
+  test.each([
+    ['unterminated double quotes with escapes', '"\\'],
+    ['single quotes with escapes ending in a lone backslash', "'\\"],
+    ['dotted words (a scheme could start at every letter)', 'a.'],
+    ['hyphenated words', 'a-'],
+  ])('%s', (_, unit) => {
+    const text = unit.repeat(200_000);
+    const shape = normalize(text);
+    expect(typeof shape).toBe('string');
+    expect(redact(text).length).toBeLessThanOrEqual(text.length);
+  });
+});

@@ -12,8 +12,12 @@
  * 6. a number that is not part of a name (`42`, `-3.5`, `0x1f`; not `t1`, `$1`, `a.5`), with its
  *    sign unless that is an operator (`a-1`, `(x)-1`): masked.
  */
+// Linear on any input: a quoted literal, once started, cannot fail (a lone trailing backslash is
+// taken in, an unterminated one runs to the end), so no start position rescans the rest of the
+// text; and a scheme can only start where a run of scheme characters starts (`a.a.a…` would
+// otherwise offer a start at every letter). Quadratic inputs took ~0.8 s per 50,000 characters.
 const LITERAL =
-  /(?:(?<![\w$])[enbx])?'(?:[^'\\]|\\[\s\S]|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S])*")|(\b[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.)\]])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
+  /(?:(?<![\w$])[enbx])?'(?:[^'\\]|\\[\s\S]?|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S]?)*(?:"|$))|((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.)\]])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
 
 const MASK = '?';
 
