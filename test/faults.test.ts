@@ -19,6 +19,7 @@ import { step } from '../src/index.js';
 import type { ProfileStore } from '../src/results/store.js';
 import { sleep } from './helpers/clock.js';
 import { closeServers, raw, serve, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
+import { catchEscapes } from './helpers/escapes.js';
 
 const PAGE = '<!doctype html><html><head><title>t</title></head><body><p>café ☕</p></body></html>';
 
@@ -228,19 +229,7 @@ const ADAPTERS: Array<[string, Make]> = [
   ],
 ];
 
-const escaped: unknown[] = [];
-const onUncaught = (err: unknown) => escaped.push(['uncaughtException', err]);
-const onUnhandled = (err: unknown) => escaped.push(['unhandledRejection', err]);
-
-beforeAll(() => {
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUnhandled);
-});
-
-afterAll(() => {
-  process.off('uncaughtException', onUncaught);
-  process.off('unhandledRejection', onUnhandled);
-});
+const escaped = catchEscapes();
 
 afterEach(async () => {
   await closeServers();

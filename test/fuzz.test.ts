@@ -29,6 +29,7 @@ import {
   type TimingJSON,
 } from '../src/index.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
+import { catchEscapes } from './helpers/escapes.js';
 
 const CODES = ['MINIPROF_ERR_INVALID_OPTION', 'MINIPROF_ERR_UNKNOWN_OPTION'];
 
@@ -255,17 +256,7 @@ describe('options', () => {
 });
 
 describe('request time', () => {
-  const escaped: unknown[] = [];
-  const onUncaught = (err: unknown) => escaped.push(['uncaughtException', err]);
-  const onUnhandled = (err: unknown) => escaped.push(['unhandledRejection', err]);
-  beforeAll(() => {
-    process.on('uncaughtException', onUncaught);
-    process.on('unhandledRejection', onUnhandled);
-  });
-  afterAll(() => {
-    process.off('uncaughtException', onUncaught);
-    process.off('unhandledRejection', onUnhandled);
-  });
+  const escaped = catchEscapes();
   afterEach(async () => {
     await closeServers();
   });

@@ -16,6 +16,7 @@ import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { openProfiles } from '../src/context.js';
 import { currentProfile, memoryStore, step, type Profile, type TimingJSON } from '../src/index.js';
 import { closeServers, serve, track, waitFor } from './helpers/http.js';
+import { catchEscapes } from './helpers/escapes.js';
 
 const REQUESTS = 1000;
 const CONCURRENCY = 100;
@@ -145,19 +146,7 @@ function request(agent: http.Agent, port: number, method: string, id: string, bo
   });
 }
 
-const escaped: unknown[] = [];
-const onUncaught = (err: unknown) => escaped.push(['uncaughtException', err]);
-const onUnhandled = (err: unknown) => escaped.push(['unhandledRejection', err]);
-
-beforeAll(() => {
-  process.on('uncaughtException', onUncaught);
-  process.on('unhandledRejection', onUnhandled);
-});
-
-afterAll(() => {
-  process.off('uncaughtException', onUncaught);
-  process.off('unhandledRejection', onUnhandled);
-});
+const escaped = catchEscapes();
 
 afterEach(async () => {
   await closeServers();

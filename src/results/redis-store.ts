@@ -3,6 +3,7 @@ import { codedError, describe } from '../errors.js';
 import { checkObject, intOption, invalid } from '../options.js';
 import type { ProfileJSON } from '../profile.js';
 import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
+import { withTimeout } from '../timeout.js';
 
 /** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
 export type RedisClientLike =
@@ -69,26 +70,7 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
   const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
 
   function run(args: string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`miniprof redis store: ${args[0]} took longer than ${timeoutMs} ms`)), timeoutMs);
-      timer.unref();
-      let p: Promise<unknown>;
-      try {
-        p = Promise.resolve(send(args));
-      } catch (err) {
-        p = Promise.reject(err);
-      }
-      p.then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      );
-    });
+    return withTimeout(() => send(args), timeoutMs, `miniprof redis store: ${args[0]} took longer than ${timeoutMs} ms`);
   }
 
   const owned = (owner: string) => createHash('sha256').update(owner).digest('hex').slice(0, 32);

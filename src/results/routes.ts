@@ -5,6 +5,7 @@ import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
+import { withTimeout } from '../timeout.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {
@@ -136,18 +137,5 @@ export async function serveResults(
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
 function bounded<T>(r: ResultsConfig, call: () => Promise<T>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`miniprof: the profile store did not answer within ${r.timeoutMs} ms`)), r.timeoutMs);
-    timer.unref();
-    new Promise<T>((res) => res(call())).then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
-  });
+  return withTimeout(call, r.timeoutMs, `miniprof: the profile store did not answer within ${r.timeoutMs} ms`);
 }
