@@ -95,6 +95,9 @@ export class Profile {
   /** @internal steps and custom timings recorded so far, against `maxSteps`. */
   count: number;
   private sealedJSON: ProfileJSON | null;
+  /** The snapshot `freeze()` took, and what the profile looked like then (see `unchanged`). */
+  private frozenJSON: ProfileJSON | null;
+  private frozenKey: number[] | null;
   private extraWarnings: number;
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
@@ -115,6 +118,8 @@ export class Profile {
     this.count = 0;
     this.loopDelayMs = 0;
     this.sealedJSON = null;
+    this.frozenJSON = null;
+    this.frozenKey = null;
     this.extraWarnings = 0;
     this.clockFailed = false;
     // Number(): a clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
@@ -172,7 +177,8 @@ export class Profile {
   seal(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
     this.stopRoot();
-    const json = this.snapshot();
+    const json = this.reusable() ?? this.snapshot();
+    this.frozenJSON = null;
     this.sealedJSON = json;
     detach(this.root);
     return json;
@@ -181,6 +187,53 @@ export class Profile {
   /** The v1 JSON: final once sealed; while open, a snapshot with running steps measured to now. */
   toJSON(): ProfileJSON {
     return this.sealedJSON ?? this.snapshot();
+  }
+
+  /**
+   * @internal The snapshot the outputs are rendered from (the response is complete). Kept, so
+   * that the seal right after can reuse it instead of building the JSON (and its analysis) again
+   * when nothing changed in between. Callers must not mutate it.
+   */
+  freeze(): ProfileJSON {
+    if (this.sealedJSON !== null) return this.sealedJSON;
+    sawRunning = false;
+    const json = this.snapshot();
+    // A running step or custom timing would be measured to a later "now" at the seal.
+    if (sawRunning) {
+      this.frozenJSON = this.frozenKey = null;
+    } else {
+      this.frozenJSON = json;
+      this.frozenKey = this.key();
+    }
+    return json;
+  }
+
+  /**
+   * Everything that can change a profile with nothing running: steps and custom timings added
+   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay. Ends and
+   * moves only happen to running nodes, which `freeze` ruled out. Read only at freeze and seal,
+   * so the step hot path pays nothing for it.
+   */
+  private key(): number[] {
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationMs, this.loopOut()];
+  }
+
+  /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
+  private loopOut(): number {
+    return this.loopDelayMs > this.config.blockingMs ? Math.round(this.loopDelayMs * 10) / 10 : -1;
+  }
+
+  private reusable(): ProfileJSON | null {
+    const json = this.frozenJSON;
+    const k = this.frozenKey;
+    if (json === null || k === null) return null;
+    const now = this.key();
+    for (let i = 0; i < k.length; i++) if (k[i] !== now[i]) return null;
+    // The request's outcome (status, aborted) is set after the response was rendered; a key
+    // added now would change the JSON's key order, so that case is rebuilt.
+    if ((json.request === undefined) !== (this.request === undefined)) return null;
+    if (this.request !== undefined) json.request = { ...this.request };
+    return json;
   }
 
   private snapshot(): ProfileJSON {
@@ -201,14 +254,18 @@ export class Profile {
       ...(this.request === undefined ? undefined : { request: { ...this.request } }),
       root,
       ...custom,
-      ...(this.loopDelayMs > this.config.blockingMs ? { eventLoopDelayMs: Math.round(this.loopDelayMs * 10) / 10 } : undefined),
+      ...(this.loopOut() !== -1 ? { eventLoopDelayMs: this.loopOut() } : undefined),
     };
     return json;
   }
 }
 
+/** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
+let sawRunning = false;
+
 function nodeJSON(node: TimingNode, now: number, blockingMs: number): TimingJSON {
   const running = node.durationMs === RUNNING;
+  if (running) sawRunning = true;
   const d = running ? now - node.startMs : node.durationMs;
   const out: TimingJSON = {
     name: node.name,
@@ -245,6 +302,7 @@ function parallelism(t: TimingJSON): void {
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   const running = c.durationMs === RUNNING;
+  if (running) sawRunning = true;
   const d = running ? now - c.startMs : c.durationMs;
   const out: CustomTimingJSON = {
     category: c.category,

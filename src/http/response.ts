@@ -63,7 +63,7 @@ export class ProfiledResponse {
   body(h: HeaderView, status: number, body: unknown, encoding?: unknown): Body | null {
     try {
       this.profile.stopRoot();
-      this.frozen = this.profile.toJSON();
+      this.frozen = this.profile.freeze();
       if (!this.cfg.htmlComment) return null;
       let mode = injectable(h, status, this.method, body);
       if (mode === null) return null;
