@@ -138,6 +138,8 @@ const contenders = {
       await step('a', aw);
     });
     out.openAfter = ours.openProfiles();
+    // The hooks are released RELEASE_GRACE_MS (20 ms) after the last profile closed.
+    await new Promise((r) => setTimeout(r, 60));
     await m('step.off.sync', () => step('s', work));
     await m('step.off.async', () => step('s', aw));
     await m('released.bare.async', () => aw());
