@@ -88,11 +88,25 @@ const TCHAR = /[^A-Za-z0-9!#$%&'*+.^_`|~-]+/g;
 
 /** A metric name is an RFC 9110 token; `total`, `more` and `event-loop` are ours. */
 export function token(name: string): string {
+  // Most names are already a token: one scan instead of two regex replaces.
+  const n = name.length;
+  if (n > 0 && n <= MAX_TOKEN && name.charCodeAt(0) !== 0x5f && name.charCodeAt(n - 1) !== 0x5f) {
+    let i = 0;
+    while (i < n && isTchar(name.charCodeAt(i))) i++;
+    if (i === n) return name === 'total' || name === 'more' || name === 'event-loop' ? `${name}_` : name;
+  }
   let t = name.replace(TCHAR, '_');
   if (t.length > MAX_TOKEN) t = t.slice(0, MAX_TOKEN);
   t = t.replace(/^_+|_+$/g, '');
   if (t === '') return 'step';
   return t === 'total' || t === 'more' || t === 'event-loop' ? `${t}_` : t;
+}
+
+/** RFC 9110 tchar, as TCHAR's complement. */
+function isTchar(c: number): boolean {
+  if ((c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39)) return true;
+  // ! # $ % & ' * + - . ^ _ ` | ~
+  return c === 0x21 || (c >= 0x23 && c <= 0x27) || c === 0x2a || c === 0x2b || c === 0x2d || c === 0x2e || (c >= 0x5e && c <= 0x60) || c === 0x7c || c === 0x7e;
 }
 
 /** The inside of a quoted-string: ASCII only, `%`-encoding what is not (so `\u` is never needed). */
@@ -102,8 +116,15 @@ export function quoted(s: string): string {
     const end = (s.charCodeAt(MAX_DESC - 1) & 0xfc00) === 0xd800 ? MAX_DESC - 1 : MAX_DESC;
     s = s.slice(0, end);
   }
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
+  // Most descriptions need no escape: return them whole rather than rebuilding them by character.
+  let i = 0;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c >= 0x7f || c === 0x22 || c === 0x5c || c === 0x25) break;
+  }
+  if (i === s.length) return s;
+  let out = s.slice(0, i);
+  for (; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (c === 0x22 || c === 0x5c) out += '\\' + s[i];
     else if (c === 0x25) out += '%25';
