@@ -12,7 +12,8 @@ export const als = new AsyncLocalStorage<TimingNode>();
 /**
  * On Node ≤ 22 the first `run()` switches on promise hooks for the whole process and every
  * `await` costs about twice as much until the instance is disabled again. So the hooks are
- * released whenever no profile is open: one developer's visit does not tax everyone after it.
+ * released once no profile has been open for RELEASE_GRACE_MS: one developer's visit does not
+ * tax everyone after it.
  * With AsyncContextFrame (Node 24+) there is no such tax, and `disable()` would mutate the current
  * frame, so it is left alone there. The async_hooks implementation is the one with `_enable`.
  */

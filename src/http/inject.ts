@@ -14,7 +14,8 @@ const NO_BODY_STATUS = new Set([204, 206, 304]);
 const ASCII_COMPATIBLE =
   /^(?:utf-?8|us-ascii|ascii|iso-?8859-\d+|latin-?1|l1|windows-125\d|cp125\d|koi8-[ru]|shift_jis|sjis|euc-jp|euc-kr|gb2312|gbk|gb18030|big5)$/;
 
-function headerString(v: unknown): string {
+/** A header value as one string: arrays (several values) joined as a list. */
+export function headerString(v: unknown): string {
   if (typeof v === 'string') return v;
   if (Array.isArray(v)) return v.join(', ');
   return v === undefined || v === null ? '' : String(v);

@@ -6,7 +6,7 @@ import { Profile, type ProfileJSON } from '../profile.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
-import { injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
+import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
@@ -142,9 +142,7 @@ function expire(profile: Profile, onInternalError: (err: unknown) => void): void
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
 function allowsAnyOrigin(v: unknown): boolean {
-  if (v === undefined || v === null) return false;
-  const list = Array.isArray(v) ? v.join(',') : String(v);
-  return list.split(',').some((o) => o.trim() === '*');
+  return headerString(v).split(',').some((o) => o.trim() === '*');
 }
 
 /** Conditional headers would let the framework answer 304 with an old, unprofiled page. */
