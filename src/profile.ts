@@ -109,8 +109,10 @@ export class Profile {
     this.id = randomUUID();
     this.name = name;
     this.machine = config.machine;
-    // A `now` that gives no valid date (NaN, a string, a bigint) would make the seal throw.
-    const started = Number(config.now());
+    // A `now` that gives no valid date (NaN, a string, an object whose conversion throws) would
+    // make the seal throw. One that throws is a setup fault: the adapters report it and leave
+    // the request unprofiled.
+    const started = toNumber(config.now());
     this.startedAt = Number.isFinite(started) && Math.abs(started) <= 8.64e15 ? started : Date.now();
     this.request = request;
     this.droppedSteps = 0;
@@ -122,8 +124,8 @@ export class Profile {
     this.frozenKey = null;
     this.extraWarnings = 0;
     this.clockFailed = false;
-    // Number(): a clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
-    this.t0 = Number(config.clock());
+    // A clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
+    this.t0 = toNumber(config.clock());
     this.root = new TimingNode(name, null, this, 0);
   }
 
@@ -134,7 +136,7 @@ export class Profile {
    */
   now(): number {
     try {
-      return Number(this.config.clock()) - this.t0;
+      return toNumber(this.config.clock()) - this.t0;
     } catch (err) {
       if (!this.clockFailed) {
         this.clockFailed = true;
@@ -329,3 +331,18 @@ function detach(root: TimingNode): void {
     n.cur = null;
   }
 }
+
+/**
+ * A user-supplied clock's reading as a number. Number() alone is not enough: an object whose
+ * conversion throws (a `toString` that is not callable) would throw inside the app's request.
+ */
+function toNumber(v: unknown): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  try {
+    return Number(v);
+  } catch {
+    return NaN;
+  }
+}
+

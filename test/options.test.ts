@@ -127,6 +127,21 @@ describe('withProfile options', () => {
     });
   }
 
+  test('clocks whose values cannot be converted never fail the request', async () => {
+    // fast-check found `now: () => ({ toString: <a Date> })`: Number() of it throws a TypeError.
+    // (A clock that throws is a setup fault: the adapters' C11 tests cover it.)
+    const unconvertible = { toString: new Date(0) };
+    for (const key of ['now', 'clock'] as const) {
+      for (const fn of [() => unconvertible, () => Symbol('t'), () => 10n, () => ({ valueOf: () => { throw new Error('no'); } })]) {
+        const { profile } = await withProfile('job', () => step('s', () => 0), { [key]: fn } as CoreOptions);
+        const json = profile.toJSON();
+        expect(json.name).toBe('job');
+        expect(json.root.children.map((c) => c.name)).toEqual(['s']);
+        expect(Number.isFinite(Date.parse(json.started))).toBe(true);
+      }
+    }
+  });
+
   test('the errors are TypeErrors with a code, so apps can tell them apart', async () => {
     const r = (await outcome({ maxSteps: 0 })) as Coded;
     expect(r).toBeInstanceOf(TypeError);
