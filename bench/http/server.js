@@ -21,6 +21,8 @@ let s = direct;
 let tracer;
 if (config === 'dev' || config === 'nondev') {
   s = (await import(dist('src/index.js'))).step;
+  // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost).
+  if (process.env.MP_DIRECT === '1') s = direct;
 } else if (config === 'otel') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');

@@ -1,0 +1,85 @@
+// One process, server and keep-alive client together: `node --predictable harness.js <express|fastify>
+// <config> <requests>` serves the bench page (bench/http/page.js) over real loopback sockets, 25
+// requests in flight, then exits. bench/instructions/run.js counts the instructions it executes
+// under valgrind: the client's share is the same in every configuration, so differences are ours.
+//
+// Configurations: none, hooks (promise hooks on, nothing else), open (a profile per request with
+// plain calls instead of steps, no outputs, no results store), steps (+ the page's 10 steps),
+// outputs (+ comment and Server-Timing), dev (+ the results store: the default setup).
+import http from 'node:http';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { pathToFileURL } from 'node:url';
+import { direct, page } from '../http/page.js';
+
+const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
+const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
+
+const [framework, config, count] = process.argv.slice(2);
+const CONFIGS = {
+  none: null,
+  hooks: null,
+  open: { results: false, htmlComment: false, serverTiming: false },
+  steps: { results: false, htmlComment: false, serverTiming: false },
+  outputs: { results: false },
+  dev: {},
+};
+if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Number(count) > 0)) {
+  throw new Error(`usage: harness.js <express|fastify> <${Object.keys(CONFIGS).join('|')}> <requests>`);
+}
+const extra = CONFIGS[config];
+const s = extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
+const options = { isDeveloper: () => true, machine: 'bench', ...extra };
+
+let server;
+if (framework === 'fastify') {
+  const { default: Fastify } = await import('fastify');
+  const app = Fastify({ logger: false });
+  if (extra !== null) await app.register((await import(dist('adapters/fastify.js'))).miniprof, options);
+  app.get('/', async (_request, reply) => {
+    const html = await page(s);
+    reply.type('text/html; charset=utf-8');
+    return html;
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  server = app.server;
+} else {
+  const { default: express } = await import('express');
+  const app = express();
+  app.set('etag', false);
+  if (extra !== null) app.use((await import(dist('adapters/express.js'))).miniprof(options));
+  app.get('/', (_req, res, next) => {
+    page(s).then((html) => res.type('html').send(html), next);
+  });
+  server = await new Promise((resolve) => {
+    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
+  });
+}
+// Switches the promise hooks on for the rest of the process, as a first profile would on Node <= 22.
+if (config === 'hooks') new AsyncLocalStorage().enterWith({});
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 25 });
+const { port } = server.address();
+const get = () =>
+  new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+        let n = 0;
+        res.on('data', (d) => (n += d.length));
+        res.on('end', () => resolve(n));
+      })
+      .on('error', reject);
+  });
+let left = Number(count);
+let bytes = 0;
+await Promise.all(
+  Array.from({ length: 25 }, async () => {
+    while (left-- > 0) {
+      const n = await get();
+      bytes += n;
+    }
+  }),
+);
+if (process.env.SHOW === '1') console.log(`${framework}/${config}: ${bytes} body bytes`);
+agent.destroy();
+server.close();
+process.exit(0);

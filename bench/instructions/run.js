@@ -1,0 +1,86 @@
+// `node bench/instructions/run.js [--frameworks fastify,express] [--configs none,hooks,...]
+// [--node PATH] [--from 2000] [--to 5000]`: instructions per request of each configuration,
+// counted by valgrind (cachegrind, no cache simulation) on bench/instructions/harness.js.
+//
+// Why: on a shared 2-vCPU VM, CPU time per request swings 30-60% from one minute to the next, so
+// a 5% change cannot be seen in req/s. Instruction counts under `node --predictable` (no
+// concurrent compiler or GC threads) repeat to within 0.1%. Each figure is the difference of two
+// runs (--to minus --from requests) divided by the requests between them: start-up, module
+// loading and most JIT compilation cancel out, leaving the steady state. Instructions are not
+// time (cache misses and syscalls are not in them), so read them next to bench/run.js's ratios,
+// not instead of them. Two valgrind processes run at once (one per core).
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = argv.indexOf(name);
+  return i === -1 ? def : argv[i + 1];
+};
+const frameworks = opt('--frameworks', 'fastify,express').split(',');
+const configs = opt('--configs', 'none,hooks,open,steps,outputs,dev').split(',');
+const node = opt('--node', process.execPath);
+const from = Number(opt('--from', '2000'));
+const to = Number(opt('--to', '5000'));
+
+try {
+  await run('valgrind', ['--version']);
+} catch {
+  console.error('bench/instructions needs valgrind (apt-get install -y valgrind)');
+  process.exit(2);
+}
+
+async function instructions(framework, config, requests) {
+  const { stderr } = await run(
+    'valgrind',
+    ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', node, '--predictable', '--predictable-gc-schedule', join(here, 'harness.js'), framework, config, String(requests)],
+    { maxBuffer: 1 << 24 },
+  );
+  const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
+  if (m === null) throw new Error(`no instruction count for ${framework}/${config}:\n${stderr.slice(-2000)}`);
+  return Number(m[1].replaceAll(',', ''));
+}
+
+async function perRequest(framework, config) {
+  const [a, b] = [await instructions(framework, config, from), await instructions(framework, config, to)];
+  return Math.round((b - a) / (to - from));
+}
+
+const jobs = frameworks.flatMap((f) => configs.map((c) => [f, c]));
+const results = new Map();
+for (let i = 0; i < jobs.length; i += 2) {
+  const batch = jobs.slice(i, i + 2);
+  const got = await Promise.all(batch.map(([f, c]) => perRequest(f, c)));
+  batch.forEach(([f, c], k) => {
+    results.set(`${f}/${c}`, got[k]);
+    console.error(`[instructions] ${f}/${c}: ${got[k]}`);
+  });
+}
+
+const LABELS = {
+  none: 'no profiler',
+  hooks: 'promise hooks on, nothing else',
+  open: 'a profile per request, plain calls, no outputs, no store',
+  steps: '+ the 10 steps',
+  outputs: '+ comment and Server-Timing',
+  dev: '+ results store (the default developer request)',
+};
+const version = (await run(node, ['--version'])).stdout.trim();
+console.log(`Node ${version}, requests ${from}..${to}, \`node bench/instructions/run.js\`\n`);
+console.log('| framework | configuration | instructions/request | vs no profiler | step from the row above |');
+console.log('| --- | --- | ---: | ---: | ---: |');
+for (const f of frameworks) {
+  let prev;
+  const base = results.get(`${f}/none`);
+  for (const c of configs) {
+    const v = results.get(`${f}/${c}`);
+    const vsBase = base === undefined ? '' : `${v - base >= 0 ? '+' : ''}${(v - base).toLocaleString('en-US')}`;
+    const step = prev === undefined ? '' : `${v - prev >= 0 ? '+' : ''}${(v - prev).toLocaleString('en-US')}`;
+    console.log(`| ${f} | ${LABELS[c]} | ${v.toLocaleString('en-US')} | ${vsBase} | ${step} |`);
+    prev = v;
+  }
+}
