@@ -24,6 +24,22 @@ export async function page(s) {
 
 export const direct = (_name, fn) => fn();
 
+/** GET / serving the page, the same way in every bench that uses Fastify. */
+export function fastifyPage(app, s) {
+  app.get('/', async (_request, reply) => {
+    const html = await page(s);
+    reply.type('text/html; charset=utf-8');
+    return html;
+  });
+}
+
+/** GET / serving the page, the same way in every bench that uses Express. */
+export function expressPage(app, s) {
+  app.get('/', (_req, res, next) => {
+    page(s).then((html) => res.type('html').send(html), next);
+  });
+}
+
 /** An OTel step: a span per call, ended when the result settles. */
 export function otelStep(tracer) {
   return (name, fn) =>

@@ -1,7 +1,7 @@
 // `node bench/http/server.js <express|fastify> <config>`: one server on 127.0.0.1:0, started by
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
-import { direct, otelStep, page } from './page.js';
+import { direct, expressPage, fastifyPage, otelStep } from './page.js';
 import { pathToFileURL } from 'node:url';
 
 // MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
@@ -51,9 +51,7 @@ if (framework === 'express') {
       }),
     );
   }
-  app.get('/', (_req, res, next) => {
-    page(s).then((html) => res.type('html').send(html), next);
-  });
+  expressPage(app, s);
   server = await new Promise((resolve) => {
     const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
   });
@@ -74,11 +72,7 @@ if (framework === 'express') {
       }),
     );
   }
-  app.get('/', async (_request, reply) => {
-    const html = await page(s);
-    reply.type('text/html; charset=utf-8');
-    return html;
-  });
+  fastifyPage(app, s);
   await app.listen({ port: 0, host: '127.0.0.1' });
   server = app.server;
 }

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pathToFileURL } from 'node:url';
-import { direct, page } from '../http/page.js';
+import { direct, expressPage, fastifyPage } from '../http/page.js';
 
 const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
 const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
@@ -35,11 +35,7 @@ if (framework === 'fastify') {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   if (extra !== null) await app.register((await import(dist('adapters/fastify.js'))).miniprof, options);
-  app.get('/', async (_request, reply) => {
-    const html = await page(s);
-    reply.type('text/html; charset=utf-8');
-    return html;
-  });
+  fastifyPage(app, s);
   await app.listen({ port: 0, host: '127.0.0.1' });
   server = app.server;
 } else {
@@ -47,9 +43,7 @@ if (framework === 'fastify') {
   const app = express();
   app.set('etag', false);
   if (extra !== null) app.use((await import(dist('adapters/express.js'))).miniprof(options));
-  app.get('/', (_req, res, next) => {
-    page(s).then((html) => res.type('html').send(html), next);
-  });
+  expressPage(app, s);
   server = await new Promise((resolve) => {
     const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
   });
