@@ -8,8 +8,9 @@ import express from 'express';
 import fc from 'fast-check';
 import Fastify, { type FastifyInstance } from 'fastify';
 import http from 'node:http';
+import { PassThrough } from 'node:stream';
 import { parse, type DefaultTreeAdapterMap } from 'parse5';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, onTestFinished, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import type { MiniprofOptions } from '../src/http/config.js';
@@ -56,6 +57,19 @@ async function page(): Promise<string> {
   return '<!doctype html><html><body><p>hi</p></body></html>';
 }
 
+/** Event streams whose request the server has seen close. */
+let streamsClosed = 0;
+
+/** An event stream that never ends by itself: a step per event until the client goes away. */
+function stream(req: http.IncomingMessage, write: (chunk: string) => void): void {
+  let n = 0;
+  const timer = setInterval(() => step('tick', () => write(`data: ${n++}\n\n`)), 2);
+  req.once('close', () => {
+    clearInterval(timer);
+    streamsClosed++;
+  });
+}
+
 /** The app, with the profiler (`opts`) or without it (`null`); the same routes either way. */
 async function app(kind: Kind, opts: Opts): Promise<number> {
   if (kind === 'express') {
@@ -67,6 +81,10 @@ async function app(kind: Kind, opts: Opts): Promise<number> {
       await step('api', async () => {});
       res.set('Link', '</next>; rel="next"').json({ ok: true });
     });
+    a.get('/events', (req, res) => {
+      res.type('text/event-stream').flushHeaders();
+      stream(req, (chunk) => res.write(chunk));
+    });
     return serve(a);
   }
   const f = Fastify({ trustProxy: true });
@@ -76,6 +94,11 @@ async function app(kind: Kind, opts: Opts): Promise<number> {
   f.get('/api', async (_req, reply) => {
     await step('api', async () => {});
     return reply.header('Link', '</next>; rel="next"').send({ ok: true });
+  });
+  f.get('/events', (req, reply) => {
+    const out = new PassThrough();
+    stream(req.raw, (chunk) => out.write(chunk));
+    void reply.type('text/event-stream').send(out);
   });
   await f.listen({ port: 0, host: '127.0.0.1' });
   return (f.server.address() as { port: number }).port;
@@ -113,6 +136,44 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(p.root.children.map((c) => c.name)).toEqual(['api']);
       const none = await raw(port, { path: '/api' });
       expect(none.headers['x-miniprof-id']).toBeUndefined();
+    });
+
+    test('a stream that outlives maxDurationMs is saved when it is sealed, while it still streams, and only then', async () => {
+      const store = watched();
+      const { port } = await both({ isDeveloper, maxDurationMs: 40, results: { store } });
+      const closedBefore = streamsClosed;
+      let text = '';
+      let id = '';
+      let closed = false;
+      const req = http.get({ host: '127.0.0.1', port, path: '/events', headers: { 'x-dev': '1' }, agent: false }, (res) => {
+        id = String(res.headers['x-miniprof-id']);
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('close', () => (closed = true));
+      });
+      req.on('error', () => undefined);
+      onTestFinished(() => void req.destroy());
+      await waitFor(() => store.saved.length > 0);
+      expect(store.saved).toEqual([id]);
+      const atSave = text.length;
+      await waitFor(() => text.length > atSave + 40);
+      expect(closed).toBe(false);
+      const json = await raw(port, { path: `/_miniprof/${id}.json`, headers: { 'x-dev': '1' } });
+      expect(json.status).toBe(200);
+      const p = JSON.parse(json.payload.toString()) as ProfileJSON;
+      expect(p.id).toBe(id);
+      expect(p.warnings).toContain('sealed after maxDurationMs while the response was still open');
+      expect(new Set(p.root.children.map((c) => c.name))).toEqual(new Set(['tick']));
+      const list = await raw(port, { path: '/_miniprof/', headers: { 'x-dev': '1' } });
+      expect(list.payload.toString()).toContain(id);
+      req.destroy();
+      await waitFor(() => closed && streamsClosed === closedBefore + 1);
+      // The close seals nothing new and saves nothing more: a fresh request's save lands after
+      // any second save of the stream would have.
+      await raw(port, { path: '/api', headers: { 'x-dev': '1' } });
+      await waitFor(() => store.saved.length === 2);
+      expect(store.saved[0]).toBe(id);
+      expect(store.saved.filter((s) => s === id)).toHaveLength(1);
     });
 
     test('results: false keeps nothing and adds no id; the base path is the app’s', async () => {

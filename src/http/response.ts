@@ -49,7 +49,7 @@ export class ProfiledResponse {
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
     // and with it the promise hooks, open forever. Created before the request's context is
     // entered, so the timer does not carry the profile's store.
-    this.deadline = setTimeout(expire, cfg.maxDurationMs, this.profile, cfg.core.onInternalError);
+    this.deadline = setTimeout(expire, cfg.maxDurationMs, this);
     this.deadline.unref();
   }
 
@@ -121,23 +121,37 @@ export class ProfiledResponse {
       req.status = res.statusCode;
       if (!finished) req.aborted = true;
       clearTimeout(this.deadline);
+      // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
+      // only move it in the developer's list.
+      if (this.profile.sealed) return;
       closeProfile(this.profile);
-      const r = this.cfg.results;
-      if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.toJSON(), this.cfg.core.onInternalError);
+      this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }
   }
+
+  /** maxDurationMs passed with the response still open (SSE, a long poll): seal and save it now. */
+  expire(): void {
+    try {
+      if (this.profile.sealed) return;
+      this.profile.warn(`sealed after maxDurationMs while the response was still open`);
+      closeProfile(this.profile);
+      // Saved now, not at close: a stream may never close, and its profile is final anyway.
+      this.save();
+    } catch (err) {
+      report(this.cfg.core.onInternalError, err);
+    }
+  }
+
+  private save(): void {
+    const r = this.cfg.results;
+    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.toJSON(), this.cfg.core.onInternalError);
+  }
 }
 
-function expire(profile: Profile, onInternalError: (err: unknown) => void): void {
-  try {
-    if (profile.sealed) return;
-    profile.warn(`sealed after maxDurationMs while the response was still open`);
-    closeProfile(profile);
-  } catch (err) {
-    report(onInternalError, err);
-  }
+function expire(state: ProfiledResponse): void {
+  state.expire();
 }
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
