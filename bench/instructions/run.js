@@ -10,6 +10,7 @@
 // time (cache misses and syscalls are not in them), so read them next to bench/run.js's ratios,
 // not instead of them. Two valgrind processes run at once (one per core).
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -27,6 +28,11 @@ const node = opt('--node', process.execPath);
 const from = Number(opt('--from', '2000'));
 const to = Number(opt('--to', '5000'));
 
+const distIndex = join(process.env.MINIPROF_BENCH_DIST ?? join(here, '../../dist'), 'src/index.js');
+if (!existsSync(distIndex)) {
+  console.error(`bench/instructions measures the built package: ${distIndex} is missing (npm run build first)`);
+  process.exit(2);
+}
 try {
   await run('valgrind', ['--version']);
 } catch {
