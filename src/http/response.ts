@@ -8,6 +8,7 @@ import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
 import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
+import { unwatch, watch, type Expiring } from './deadline.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -28,7 +29,7 @@ function pathOf(url: string | undefined): string {
  * `writeHead`, the comment spliced into a whole HTML body, the seal on close. Every entry point
  * catches its own faults and reports them: the app's response must be what it would have been.
  */
-export class ProfiledResponse {
+export class ProfiledResponse implements Expiring {
   readonly profile: Profile;
   private readonly cfg: HttpConfig<never>;
   private readonly method: string;
@@ -47,13 +48,13 @@ export class ProfiledResponse {
     const path = toText(pathOf(url), cfg.core.maxNameLength);
     this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
-    // and with it the promise hooks, open forever. Created before the request's context is
-    // entered, so the timer does not carry the profile's store.
-    this.deadline = setTimeout(expire, cfg.maxDurationMs, this);
-    this.deadline.unref();
+    // and with it the promise hooks, open forever.
+    this.deadlineAt = 0;
+    watch(this, cfg.maxDurationMs);
   }
 
-  private readonly deadline: NodeJS.Timeout;
+  /** @internal Set by watch(). */
+  deadlineAt: number;
 
   /**
    * A whole body is being handed over: the response is complete as far as the app is concerned,
@@ -120,7 +121,7 @@ export class ProfiledResponse {
       const req = this.profile.request!;
       req.status = res.statusCode;
       if (!finished) req.aborted = true;
-      clearTimeout(this.deadline);
+      unwatch(this);
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
       // only move it in the developer's list.
       if (this.profile.sealed) return;
@@ -148,10 +149,6 @@ export class ProfiledResponse {
     const r = this.cfg.results;
     if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.toJSON(), this.cfg.core.onInternalError);
   }
-}
-
-function expire(state: ProfiledResponse): void {
-  state.expire();
 }
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
