@@ -782,6 +782,44 @@ describe.each([
         const body = r.payload.toString();
         if (body !== PAGE) expect(withoutComment(body)).toBe(PAGE);
       });
+
+      it('C4: writeHead(200, obj) over headers set before, any case: obj wins as in Node, and a shared obj is not changed', async () => {
+        const SHARED = Object.freeze({
+          'content-TYPE': 'text/html',
+          'SERVER-timing': 'app;dur=1',
+          ETAG: '"2"',
+          'Cache-control': 'public, max-age=60',
+          LINK: '</b>; rel=preload',
+        });
+        const app = (a_: Express) =>
+          a_.get('/shared', (_req, res) => {
+            res.setHeader('ETag', '"1"');
+            res.setHeader('Link', '</a>; rel=preload');
+            res.setHeader('X-Before', 'kept');
+            res.writeHead(200, SHARED);
+            res.end(PAGE);
+          });
+        const port = await start([mp({ isDeveloper: (req) => req.headers['x-dev'] === '1' })], app);
+        const r = await raw(port, { path: '/shared', headers: { 'X-Dev': '1' } });
+        expect(r.status).toBe(200);
+        expect(header(r, 'content-type')).toBe('text/html');
+        expect(header(r, 'x-before')).toBe('kept');
+        expect(header(r, 'etag')).toBeUndefined();
+        expect(header(r, 'cache-control')).toBe('private, no-store');
+        expect(header(r, 'server-timing')).toBe('app;dur=1, total;dur=0.0');
+        const id = header(r, 'x-miniprof-id');
+        expect(id).toMatch(/^[0-9a-f-]{36}$/);
+        // The object's Link replaced the one set before (Node's merge), and ours follows it.
+        expect(header(r, 'link')).toBe(`</b>; rel=preload, </_miniprof/${id}>; rel="related"; title="miniprof"`);
+        // The same object, unchanged, for the next (unprofiled) response.
+        const other = await raw(port, { path: '/shared' });
+        expect(header(other, 'etag')).toBe('"2"');
+        expect(header(other, 'cache-control')).toBe('public, max-age=60');
+        expect(header(other, 'server-timing')).toBe('app;dur=1');
+        expect(header(other, 'link')).toBe('</b>; rel=preload');
+        expect(other.payload.toString()).toBe(PAGE);
+      });
+
     });
 
     describe('C5: compression() in both registration orders', () => {
