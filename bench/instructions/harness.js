@@ -1,6 +1,7 @@
 // One process, server and keep-alive client together: `node --predictable harness.js <express|fastify>
-// <config> <requests>` serves the bench page (bench/http/page.js) over real loopback sockets, 25
-// requests in flight, then exits. bench/instructions/run.js counts the instructions it executes
+// <config> <requests>` serves the bench page (bench/http/page.js) over real loopback sockets,
+// IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1 and FAKE_CLOCK=1 are
+// explained where they act; run.js sets all three unless given --load. bench/instructions/run.js counts the instructions it executes
 // under valgrind: the client's share is the same in every configuration, so differences are ours.
 //
 // Configurations: none, hooks (promise hooks on, nothing else), open (a profile per request with
@@ -28,7 +29,13 @@ if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Num
 }
 const extra = CONFIGS[config];
 const s = extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
-const options = { isDeveloper: () => true, machine: 'bench', ...extra };
+// FAKE_CLOCK=1: every reading 13 us after the last. Under valgrind real durations are ~50x longer
+// and vary run to run, and with them the profile's shape (blocking flags, overlaps, digits), so
+// its cost; a counter makes each request's profile the same. It also leaves out the event-loop
+// sampler, which runs only on the default clock.
+let t = 0;
+const fake = process.env.FAKE_CLOCK === '1' ? { clock: () => (t += 0.013) } : {};
+const options = { isDeveloper: () => true, machine: 'bench', ...fake, ...extra };
 
 let server;
 if (framework === 'fastify') {
@@ -50,8 +57,17 @@ if (framework === 'fastify') {
 }
 // Switches the promise hooks on for the rest of the process, as a first profile would on Node <= 22.
 if (config === 'hooks') new AsyncLocalStorage().enterWith({});
+// One request at a time (IN_FLIGHT=1) repeats best, but each close would then be the last open
+// profile: the hooks' release and the loop sampler's stop would hang on wall-clock time, which
+// valgrind stretches. A profile kept open all run keeps both on, as concurrent load does.
+if (extra !== null && process.env.KEEP_OPEN === '1') {
+  // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
+  // request depend on how fast valgrind runs that minute.
+  void (await import(dist('src/index.js'))).withProfile('keep-open', () => new Promise(() => {}), { clock: () => 0 });
+}
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 25 });
+const inFlight = Number(process.env.IN_FLIGHT ?? 25);
+const agent = new http.Agent({ keepAlive: true, maxSockets: inFlight });
 const { port } = server.address();
 const get = () =>
   new Promise((resolve, reject) => {
@@ -66,7 +82,7 @@ const get = () =>
 let left = Number(count);
 let bytes = 0;
 await Promise.all(
-  Array.from({ length: 25 }, async () => {
+  Array.from({ length: inFlight }, async () => {
     while (left-- > 0) {
       const n = await get();
       bytes += n;

@@ -1,6 +1,13 @@
 // `node bench/instructions/run.js [--frameworks fastify,express] [--configs none,hooks,...]
-// [--node PATH] [--from 2000] [--to 5000]`: instructions per request of each configuration,
-// counted by valgrind (cachegrind, no cache simulation) on bench/instructions/harness.js.
+// [--node PATH] [--from 2000] [--to 5000] [--load]`: instructions per request of each
+// configuration, counted by valgrind (cachegrind, no cache simulation) on
+// bench/instructions/harness.js.
+//
+// By default one request is in flight at a time, the profiles run on a counter clock and one
+// profile is kept open all run (see harness.js): repeated runs then agree to about 1%, so a change
+// of 5,000 instructions per request can be seen. `--load` has 25 in flight on the real clock, as
+// under load, but two identical runs can differ by 50,000 (sockets are batched differently and
+// valgrind stretches every duration, and with it the profiles' shapes).
 //
 // Why: on a shared 2-vCPU VM, CPU time per request swings 30-60% from one minute to the next, so
 // a 5% change cannot be seen in req/s. Instruction counts under `node --predictable` (no
@@ -27,6 +34,8 @@ const configs = opt('--configs', 'none,hooks,open,steps,outputs,dev').split(',')
 const node = opt('--node', process.execPath);
 const from = Number(opt('--from', '2000'));
 const to = Number(opt('--to', '5000'));
+const load = argv.includes('--load');
+const env = load ? { ...process.env, IN_FLIGHT: '25' } : { ...process.env, IN_FLIGHT: '1', KEEP_OPEN: '1', FAKE_CLOCK: '1' };
 
 const distIndex = join(process.env.MINIPROF_BENCH_DIST ?? join(here, '../../dist'), 'src/index.js');
 if (!existsSync(distIndex)) {
@@ -44,7 +53,7 @@ async function instructions(framework, config, requests) {
   const { stderr } = await run(
     'valgrind',
     ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', node, '--predictable', '--predictable-gc-schedule', join(here, 'harness.js'), framework, config, String(requests)],
-    { maxBuffer: 1 << 24 },
+    { maxBuffer: 1 << 24, env },
   );
   const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
   if (m === null) throw new Error(`no instruction count for ${framework}/${config}:\n${stderr.slice(-2000)}`);
@@ -76,7 +85,8 @@ const LABELS = {
   dev: '+ results store (the default developer request)',
 };
 const version = (await run(node, ['--version'])).stdout.trim();
-console.log(`Node ${version}, requests ${from}..${to}, \`node bench/instructions/run.js\`\n`);
+const mode = load ? '25 in flight, real clock (`--load`)' : 'one request in flight, counter clock, a profile kept open';
+console.log(`Node ${version}, requests ${from}..${to}, ${mode}, \`node bench/instructions/run.js${load ? ' --load' : ''}\`\n`);
 console.log('| framework | configuration | instructions/request | vs no profiler | step from the row above |');
 console.log('| --- | --- | ---: | ---: | ---: |');
 for (const f of frameworks) {
