@@ -1269,7 +1269,11 @@ describe('async context (D1, D2, D5)', () => {
       const outer = tree.root.children.find((c) => c.name === `${id}:outer`)!;
       expect(outer.children.map((c) => c.name)).toEqual([`${id}:a`, `${id}:b`, `${id}:c`, `${id}:sync`]);
       expect(outer.children[0]!.children.map((c) => c.name)).toEqual([`${id}:a1`]);
-      for (const metric of st.split(', ').slice(0, -1)) expect(metric.startsWith(`${id}_`), `${id}: ${st}`).toBe(true);
+      // Every step metric is this request's. `event-loop` is miniprof's own, there when a loaded
+      // machine stalled the loop past blockingMs while this request was open (it failed CI once).
+      const steps = st.split(', ').slice(0, -1).filter((m) => !m.startsWith('event-loop;'));
+      expect(steps.length).toBeGreaterThanOrEqual(2);
+      for (const metric of steps) expect(metric.startsWith(`${id}_`), `${id}: ${st}`).toBe(true);
     }
     expect(foreign).toBe(0);
   });
