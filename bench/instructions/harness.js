@@ -4,7 +4,7 @@
 // explained where they act; run.js sets all three unless given --load. bench/instructions/run.js counts the instructions it executes
 // under valgrind: the client's share is the same in every configuration, so differences are ours.
 //
-// Configurations: none, hooks (promise hooks on, nothing else), open (a profile per request with
+// Configurations: none, nondev (miniprof installed, nobody a developer, its steps called), hooks (promise hooks on, nothing else), open (a profile per request with
 // plain calls instead of steps, no outputs, no results store), steps (+ the page's 10 steps),
 // outputs (+ comment and Server-Timing), dev (+ the results store: the default setup).
 import http from 'node:http';
@@ -18,6 +18,7 @@ const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
 const [framework, config, count] = process.argv.slice(2);
 const CONFIGS = {
   none: null,
+  nondev: {},
   hooks: null,
   open: { results: false, htmlComment: false, serverTiming: false },
   steps: { results: false, htmlComment: false, serverTiming: false },
@@ -37,7 +38,7 @@ let t = 0;
 const fake = process.env.FAKE_CLOCK === '1' ? { clock: () => (t += 0.013) } : {};
 // MP_OPTIONS='{"htmlComment":false}' adds options (JSON) to the configuration's, to split a row.
 const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.MP_OPTIONS);
-const options = { isDeveloper: () => true, machine: 'bench', ...fake, ...extra, ...more };
+const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
 
 let server;
 if (framework === 'fastify') {
@@ -62,7 +63,7 @@ if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 // One request at a time (IN_FLIGHT=1) repeats best, but each close would then be the last open
 // profile: the hooks' release and the loop sampler's stop would hang on wall-clock time, which
 // valgrind stretches. A profile kept open all run keeps both on, as concurrent load does.
-if (extra !== null && process.env.KEEP_OPEN === '1') {
+if (extra !== null && config !== 'nondev' && process.env.KEEP_OPEN === '1') {
   // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
   // request depend on how fast valgrind runs that minute.
   void (await import(dist('src/index.js'))).withProfile('keep-open', () => new Promise(() => {}), { clock: () => 0 });
