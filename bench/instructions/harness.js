@@ -1,12 +1,14 @@
-// One process, server and keep-alive client together: `node --predictable harness.js <express|fastify>
-// <config> <requests>` serves the bench page (bench/http/page.js) over real loopback sockets,
-// IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1 and FAKE_CLOCK=1 are
-// explained where they act; run.js sets all three unless given --load. bench/instructions/run.js counts the instructions it executes
-// under valgrind: the client's share is the same in every configuration, so differences are ours.
+// One process, server and keep-alive client together: `node --predictable harness.js
+// <express|fastify> <config> <requests>` serves the bench page (bench/http/page.js) over real
+// loopback sockets, IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1 and
+// FAKE_CLOCK=1 are explained where they act; run.js sets all three unless given --load.
+// bench/instructions/run.js counts the instructions it executes under valgrind: the client's
+// share is the same in every configuration, so differences are ours.
 //
-// Configurations: none, nondev (miniprof installed, nobody a developer, its steps called), hooks (promise hooks on, nothing else), open (a profile per request with
-// plain calls instead of steps, no outputs, no results store), steps (+ the page's 10 steps),
-// outputs (+ comment and Server-Timing), dev (+ the results store: the default setup).
+// Configurations: none; nondev (miniprof installed, nobody a developer, its steps called); hooks
+// (promise hooks on, nothing else); open (a profile per request with plain calls instead of
+// steps, no outputs, no results store); steps (+ the page's 10 steps); outputs (+ comment and
+// Server-Timing); dev (+ the results store: the default setup).
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { pathToFileURL } from 'node:url';

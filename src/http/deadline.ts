@@ -35,6 +35,7 @@ export function unwatch(e: Expiring): void {
   live.delete(e);
 }
 
+/** Fire in `ms` (the time left until `at`). */
 function arm(at: number, ms: number): void {
   if (timer !== null) clearTimeout(timer);
   armedFor = at;
