@@ -3,6 +3,7 @@ import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
+import { jsonCopy } from './json.js';
 
 /** One custom timing in the v1 JSON. */
 export interface CustomTimingJSON {
@@ -153,7 +154,7 @@ export class Profile {
 
   /** The root's duration: so far while open, final once sealed. */
   get durationMs(): number {
-    return this.toJSON().durationMs;
+    return this.data().durationMs;
   }
 
   /** @internal Warnings are bounded like everything else a request can make. */
@@ -186,8 +187,20 @@ export class Profile {
     return json;
   }
 
-  /** The v1 JSON: final once sealed; while open, a snapshot with running steps measured to now. */
+  /**
+   * The v1 JSON: final once sealed; while open, a snapshot with running steps measured to now.
+   * Always a fresh object of the caller's own: changing it changes neither the profile nor the
+   * copy the results store keeps.
+   */
   toJSON(): ProfileJSON {
+    return this.sealedJSON === null ? this.snapshot() : jsonCopy(this.sealedJSON);
+  }
+
+  /**
+   * @internal The JSON without a copy, for miniprof's own readers (renderers, the store): once
+   * sealed it is the one object the store keeps, so callers must not change it.
+   */
+  data(): ProfileJSON {
     return this.sealedJSON ?? this.snapshot();
   }
 

@@ -38,7 +38,7 @@ function run(freeze: boolean, between: Between): { sealed: ProfileJSON; frozen: 
   }
   p.request!.status = 200;
   closeProfile(p);
-  return { sealed: p.toJSON(), frozen };
+  return { sealed: p.data(), frozen };
 }
 
 const cases: Between[] = [

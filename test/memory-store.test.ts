@@ -65,3 +65,14 @@ test('bad options throw coded errors at setup', () => {
   expect(() => memoryStore({ maxAgeMs: -1 })).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_OPTION' }));
   expect(() => memoryStore({ size: 3 } as never)).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_UNKNOWN_OPTION' }));
 });
+
+test('bytes are the exact UTF-8 size of each profile’s JSON, counted without serializing it', async () => {
+  const store = memoryStore();
+  const a = sampleProfile({ name: 'café ☕ "quoted" \n 😀' });
+  const b = sampleProfile({}, 5);
+  await store.save('a', a);
+  await store.save('b', b);
+  expect(store.stats().bytes).toBe(Buffer.byteLength(JSON.stringify(a)) + Buffer.byteLength(JSON.stringify(b)));
+  // The list row is made on first listing, from the kept profile.
+  expect((await store.list('b', 1))[0]).toMatchObject({ id: b.id, steps: 5, custom: 2 });
+});

@@ -82,8 +82,15 @@ describe('toJSON: the v1 shape', () => {
       customSummary: [{ category: 'sql', count: 1, durationMs: 3.1, duplicate: 0, similar: 0 }],
       similar: [],
     });
-    // Sealed: the same object every time, and JSON-serialisable as is.
-    expect(profile.toJSON()).toBe(profile.toJSON());
+    // Sealed: equal every time, but each caller gets a copy of its own, so changing one changes
+    // neither the profile nor what the results store keeps (the same object as `data()`).
+    const mine = profile.toJSON();
+    expect(mine).not.toBe(profile.toJSON());
+    mine.root.children.length = 0;
+    mine.durationMs = 0;
+    expect(profile.toJSON()).toEqual(profile.data());
+    expect(profile.data().root.children).toHaveLength(2);
+    expect(profile.data()).toBe(profile.data());
     expect(JSON.parse(JSON.stringify(profile))).toEqual(profile.toJSON());
     expect(profile.durationMs).toBe(376.9);
   });
@@ -239,8 +246,9 @@ describe('seal and retention', () => {
   test('seal is idempotent and freezes the JSON; later changes to the live profile object do not leak in', async () => {
     const c = fakeClock();
     const { profile } = await withProfile('job', () => step('s', () => (c.t = 3)), fixed(c));
-    const json = profile.toJSON();
+    const json = profile.data();
     c.t = 99;
+    expect(profile.seal()).toBe(json);
     expect(profile.seal()).toBe(json);
     expect(profile.toJSON().durationMs).toBe(3);
     expect(profile.sealed).toBe(true);

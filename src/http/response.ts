@@ -101,7 +101,7 @@ export class ProfiledResponse implements Expiring {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
-      const value = renderServerTiming(this.frozen ?? this.profile.toJSON(), { maxBytes: st.maxBytes });
+      const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes });
       const prev = res.getHeader('server-timing');
       if (prev === undefined) res.setHeader('Server-Timing', value);
       else if (Array.isArray(prev)) res.setHeader('Server-Timing', [...prev, value]);
@@ -147,7 +147,7 @@ export class ProfiledResponse implements Expiring {
 
   private save(): void {
     const r = this.cfg.results;
-    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.toJSON(), this.cfg.core.onInternalError);
+    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError);
   }
 }
 

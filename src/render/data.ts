@@ -5,7 +5,7 @@ import { Profile, type ProfileJSON } from '../profile.js';
 export type Renderable = Profile | ProfileJSON;
 
 export function dataOf(p: Renderable, fn: string): ProfileJSON {
-  if (p instanceof Profile) return p.toJSON();
+  if (p instanceof Profile) return p.data();
   if (p !== null && typeof p === 'object' && (p as ProfileJSON).v === 1 && typeof (p as ProfileJSON).root === 'object') {
     return p;
   }

@@ -1,0 +1,178 @@
+/**
+ * JSON without the string: the memory store keeps a saved profile as the object it was given
+ * and only needs its size, and `JSON.stringify` (4–5 µs for a 1 KB profile on this machine, the
+ * largest single cost of a developer request with the store on) builds a string nobody reads.
+ *
+ * Both functions follow `JSON.stringify`'s rules for what JSON data can hold: objects (own
+ * enumerable keys in order), arrays, strings, numbers, booleans, null, members that are
+ * `undefined`, functions or symbols (left out; `null` in arrays), non-finite numbers (`null`) and
+ * `toJSON` methods. BigInts throw a TypeError as they do there. Boxed primitives (`new
+ * Number(1)`) are not unboxed: profiles never hold them. A cycle ends in a RangeError (stack
+ * exhausted) rather than `JSON.stringify`'s TypeError; either way `save` rejects.
+ */
+
+/** `Buffer.byteLength(JSON.stringify(value))`, without building the string. */
+export function jsonBytes(value: unknown): number {
+  return bytes(value, '');
+}
+
+/** What `JSON.parse(JSON.stringify(value))` gives, without the string in between. */
+export function jsonCopy<T>(value: T): T {
+  return copy(value, '') as T;
+}
+
+function bytes(v: unknown, key: string | number): number {
+  switch (typeof v) {
+    case 'string':
+      return stringBytes(v);
+    case 'number':
+      return numberBytes(v);
+    case 'boolean':
+      return v ? 4 : 5;
+    case 'bigint':
+      return bytes(toJSON(v, key), key);
+    case 'object': {
+      if (v === null) return 4;
+      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return bytes(toJSON(v, key), key);
+      if (Array.isArray(v)) {
+        const n = v.length;
+        let b = n > 1 ? n + 1 : 2;
+        for (let i = 0; i < n; i++) {
+          const e = bytes(v[i], i);
+          b += e < 0 ? 4 : e;
+        }
+        return b;
+      }
+      let b = 1;
+      // for-in with `v.hasOwnProperty(k)` is what V8 optimizes best (no keys array, the check
+      // answered from the enum cache); data with its own "hasOwnProperty" key takes Object.hasOwn.
+      const plain = (v as { hasOwnProperty: unknown }).hasOwnProperty === OWN;
+      for (const k in v) {
+        if (plain ? !(v as object).hasOwnProperty(k) : !Object.hasOwn(v, k)) continue;
+        const e = bytes((v as Record<string, unknown>)[k], k);
+        // Quoted key, colon, value, and a comma or the closing brace.
+        if (e >= 0) b += keyBytes(k) + e + 2;
+      }
+      return b === 1 ? 2 : b;
+    }
+    default:
+      // undefined, functions and symbols are no JSON value: the member is left out.
+      return -1;
+  }
+}
+
+const OWN = Object.prototype.hasOwnProperty;
+
+function copy(v: unknown, key: string | number): unknown {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v;
+    case 'number':
+      // -0 reads back as 0; NaN and the infinities as null.
+      return Number.isFinite(v) ? v + 0 : null;
+    case 'bigint':
+      return copy(toJSON(v, key), key);
+    case 'object': {
+      if (v === null) return null;
+      if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return copy(toJSON(v, key), key);
+      if (Array.isArray(v)) {
+        const out: unknown[] = [];
+        for (let i = 0; i < v.length; i++) {
+          const e = copy(v[i], i);
+          out.push(e === undefined ? null : e);
+        }
+        return out;
+      }
+      const out: Record<string, unknown> = {};
+      const keys = Object.keys(v);
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]!;
+        const e = copy((v as Record<string, unknown>)[k], k);
+        if (e === undefined) continue;
+        // JSON.parse makes "__proto__" an own key; an assignment would set the prototype.
+        if (k === '__proto__') Object.defineProperty(out, k, { value: e, writable: true, enumerable: true, configurable: true });
+        else out[k] = e;
+      }
+      return out;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function toJSON(v: unknown, key: string | number): unknown {
+  const fn = (v as { toJSON?: unknown }).toJSON;
+  if (typeof fn !== 'function') throw new TypeError('Do not know how to serialize a BigInt');
+  return (fn as (k: string) => unknown).call(v, String(key));
+}
+
+/**
+ * A number's JSON length. The profile's times are rounded to microseconds, and such a number
+ * below 2^31 µs (35 minutes) has as its shortest round-trip form its decimal with at most three
+ * fraction digits (doubles there are far closer together than 0.001), so the length follows
+ * from 32-bit integers; any other number asks V8.
+ */
+function numberBytes(x: number): number {
+  const k = Math.round(x * 1000);
+  if (k / 1000 === x && k < 2147483648 && k > -2147483648) {
+    const a = (k < 0 ? -k : k) | 0;
+    const f = a % 1000;
+    return (k < 0 ? 1 : 0) + (f === 0 ? 0 : f % 100 === 0 ? 2 : f % 10 === 0 ? 3 : 4) + digits(((a - f) / 1000) | 0);
+  }
+  return Number.isFinite(x) ? String(x).length : 4;
+}
+
+function digits(i: number): number {
+  if (i < 10) return 1;
+  if (i < 100) return 2;
+  if (i < 1000) return 3;
+  if (i < 10000) return 4;
+  if (i < 100000) return 5;
+  if (i < 1000000) return 6;
+  return 7;
+}
+
+/**
+ * Keys repeat (a profile has a dozen distinct ones, each written once per node), and scanning
+ * them was half of the walk; the cache is bounded, since JSON from elsewhere may have any keys.
+ */
+const KEY_BYTES = new Map<string, number>();
+
+function keyBytes(k: string): number {
+  let b = KEY_BYTES.get(k);
+  if (b === undefined) {
+    b = stringBytes(k);
+    if (KEY_BYTES.size < 256) KEY_BYTES.set(k, b);
+  }
+  return b;
+}
+
+/** A string's quoted, escaped JSON form in UTF-8 bytes. */
+function stringBytes(s: string): number {
+  const n = s.length;
+  let b = n + 2;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x20 && c < 0x7f) {
+      if (c === 0x22 || c === 0x5c) b++;
+    } else if (c < 0x20) {
+      // \b \t \n \f \r have short escapes; the other controls become \u00XX.
+      b += c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 1 : 5;
+    } else if (c < 0x80) {
+      // DEL is not escaped.
+    } else if (c < 0x800) {
+      b++;
+    } else if (c < 0xd800 || c > 0xdfff) {
+      b += 2;
+    } else if (c < 0xdc00 && i + 1 < n && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // A surrogate pair: 4 bytes for 2 code units.
+      b += 2;
+      i++;
+    } else {
+      // A lone surrogate is written as \uXXXX.
+      b += 5;
+    }
+  }
+  return b;
+}

@@ -1,0 +1,113 @@
+import { describe, expect, test } from 'vitest';
+import fc from 'fast-check';
+import { jsonBytes, jsonCopy } from '../src/json.js';
+import { step, withProfile } from '../src/index.js';
+
+/** Strings that exercise every escaping and UTF-8 width: quotes, controls, DEL, 2-, 3- and 4-byte characters, lone surrogates. */
+const text = fc.oneof(
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: 'grapheme' }),
+  fc.string({ unit: fc.constantFrom('"', '\\', '\b', '\t', '\n', '\f', '\r', '\0', '\x1f', '\x7f', 'é', '\u2028', '☕', '😀', '\ud800', '\udfff', 'a') }),
+);
+
+/** Numbers as profiles hold them (microsecond-rounded ms) and every other double. */
+const number = fc.oneof(
+  fc.integer({ min: -3e9, max: 3e9 }).map((k) => k / 1000),
+  fc.integer({ min: 0, max: 2 ** 31 + 10 }).map((k) => k / 1000),
+  fc.double(),
+  fc.constantFrom(0, -0, 0.1, 1e21, 1e-7, 2147483.647, 2147483.648, -2147483.648, 999999999.999, Number.MAX_VALUE, Number.MIN_VALUE, NaN, Infinity, -Infinity),
+);
+
+/** JSON data plus what JSON.stringify drops or rewrites: undefined, functions, symbols, toJSON. */
+const value = fc.letrec((tie) => ({
+  leaf: fc.oneof(text, number, fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(() => 1), fc.constant(Symbol('s'))),
+  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('array'), tie('object'), tie('withToJSON')),
+  array: fc.array(tie('node'), { maxLength: 6 }),
+  object: fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', 'toString', 'hasOwnProperty', '0', '1')), tie('node'), { maxKeys: 6 }),
+  withToJSON: tie('node').map((inner) => ({ toJSON: (key: string) => ({ key, inner }) })),
+})).node;
+
+describe('jsonBytes', () => {
+  test('equals the UTF-8 length of JSON.stringify for any JSON-like value', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const s = JSON.stringify(v);
+        // A top-level undefined, function or symbol has no JSON at all.
+        if (s === undefined) return;
+        expect(jsonBytes(v)).toBe(Buffer.byteLength(s));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test('every number, and every string, exactly', () => {
+    fc.assert(
+      fc.property(number, (x) => {
+        expect(jsonBytes(x)).toBe(JSON.stringify(x).length);
+      }),
+      { numRuns: 20000 },
+    );
+    fc.assert(
+      fc.property(text, (s) => {
+        expect(jsonBytes(s)).toBe(Buffer.byteLength(JSON.stringify(s)));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  test('a real profile, and data with its own hasOwnProperty or a null prototype', async () => {
+    const { profile } = await withProfile('GET /orders "x"', async () => {
+      step('load ☕', () => 1);
+      await step('query', async () => null);
+    });
+    const json = profile.toJSON();
+    expect(jsonBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
+    const odd = { hasOwnProperty: 1, a: [1, { b: 'é' }] };
+    expect(jsonBytes(odd)).toBe(Buffer.byteLength(JSON.stringify(odd)));
+    const bare = Object.assign(Object.create(null) as object, { a: 1, b: [true] });
+    expect(jsonBytes(bare)).toBe(Buffer.byteLength(JSON.stringify(bare)));
+    // Inherited enumerable keys are not JSON's.
+    const child = Object.assign(Object.create({ inherited: 1 }) as object, { own: 2 });
+    expect(jsonBytes(child)).toBe(Buffer.byteLength(JSON.stringify(child)));
+  });
+
+  test('a BigInt throws the TypeError JSON.stringify throws; a cycle throws too (RangeError)', () => {
+    expect(() => JSON.stringify({ a: 1n })).toThrow(TypeError);
+    expect(() => jsonBytes({ a: 1n })).toThrow(TypeError);
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = { back: cyclic };
+    expect(() => jsonBytes(cyclic)).toThrow(RangeError);
+  });
+});
+
+describe('jsonCopy', () => {
+  test('gives what JSON.parse(JSON.stringify(v)) gives, keys in the same order', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const s = JSON.stringify(v);
+        if (s === undefined) return;
+        const copied = jsonCopy(v);
+        // Serializing both compares key order, -0 against 0 and own "__proto__" keys exactly.
+        expect(JSON.stringify(copied)).toBe(JSON.stringify(JSON.parse(s)));
+        expect(copied).toStrictEqual(JSON.parse(s));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test('a "__proto__" key stays an own key and never sets the prototype', () => {
+    const v = JSON.parse('{"__proto__":{"polluted":true},"a":1}') as Record<string, unknown>;
+    const c = jsonCopy(v);
+    expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
+    expect(Object.keys(c)).toEqual(['__proto__', 'a']);
+    expect((c as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+
+  test('the copy shares nothing with the original', () => {
+    const v = { a: [{ b: 1 }], c: { d: 'x' } };
+    const c = jsonCopy(v);
+    c.a[0]!.b = 2;
+    c.c.d = 'y';
+    expect(v).toEqual({ a: [{ b: 1 }], c: { d: 'x' } });
+  });
+});
