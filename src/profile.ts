@@ -4,6 +4,7 @@ import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
 import { jsonCopy } from './json.js';
+import { isoTime } from './iso.js';
 
 /** One custom timing in the v1 JSON. */
 export interface CustomTimingJSON {
@@ -262,7 +263,7 @@ export class Profile {
       id: this.id,
       name: this.name,
       machine: this.machine,
-      started: new Date(this.startedAt).toISOString(),
+      started: isoTime(this.startedAt),
       durationMs: root.durationMs,
       droppedSteps: this.droppedSteps,
       warnings,
