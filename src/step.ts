@@ -52,7 +52,7 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
   profile.count++;
   const cfg = profile.config;
   const parent = parentIn(scope);
-  const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.now());
+  const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.nowUs());
   if (parent.custom === null) parent.custom = [c];
   else parent.custom.push(c);
   let r: T;
@@ -114,7 +114,7 @@ function admit(profile: Profile, parent: TimingNode): boolean {
 function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T): T {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return fn();
-  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.now());
+  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
   let r: T;
   try {
     r = als.run(t, fn);
@@ -128,7 +128,7 @@ function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T):
     return r;
   }
   // The part before the first await: the event loop was blocked for this long.
-  t.syncMs = profile.now() - t.startMs;
+  t.syncUs = profile.nowUs() - t.startUs;
   if (then === nativeThen && r instanceof Promise && r.constructor === Promise) {
     // The common case, a native promise: two closures per step instead of settle()'s four.
     return r.then(
@@ -150,7 +150,7 @@ const nativeThen = Promise.prototype.then;
 function open(scope: TimingNode, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return NOOP_TIMING;
-  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.now());
+  const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
   t.flags = F_USING;
   t.owner = scope;
   scope.cur = t;
@@ -159,13 +159,13 @@ function open(scope: TimingNode, profile: Profile, name: string): Timing {
 
 /** A step that settles after its profile was sealed changes nothing. */
 function endStep(profile: Profile, t: TimingNode, flags: number): void {
-  if (t.profile !== null && t.durationMs === RUNNING) t.end(profile, flags);
+  if (t.profile !== null && t.durationUs === RUNNING) t.end(profile, flags);
 }
 
 function endCustom(profile: Profile, c: CustomNode, flags: number): void {
-  if (profile.sealed || c.durationMs !== RUNNING) return;
-  const d = profile.now() - c.startMs;
-  c.durationMs = d > 0 ? d : 0;
+  if (profile.sealed || c.durationUs !== RUNNING) return;
+  const d = profile.nowUs() - c.startUs;
+  c.durationUs = d > 0 ? d : 0;
   c.flags |= flags;
 }
 

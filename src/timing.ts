@@ -25,14 +25,14 @@ export const F_SYNC = 4;
 export class CustomNode {
   category: string;
   command: string;
-  startMs: number;
-  durationMs: number;
+  startUs: number;
+  durationUs: number;
   flags: number;
-  constructor(category: string, command: string, startMs: number) {
+  constructor(category: string, command: string, startUs: number) {
     this.category = category;
     this.command = command;
-    this.startMs = startMs;
-    this.durationMs = RUNNING;
+    this.startUs = startUs;
+    this.durationUs = RUNNING;
     this.flags = 0;
   }
 }
@@ -45,8 +45,8 @@ export class CustomNode {
  */
 export class TimingNode implements Timing {
   name: string;
-  startMs: number;
-  durationMs: number;
+  startUs: number;
+  durationUs: number;
   depth: number;
   flags: number;
   children: TimingNode[] | null;
@@ -58,12 +58,12 @@ export class TimingNode implements Timing {
   /** As a scope: the innermost `using` timing opened in it and still running. */
   cur: TimingNode | null;
   /** For a callback step that returned a thenable: how long `fn` ran before returning; else -1. */
-  syncMs: number;
+  syncUs: number;
 
-  constructor(name: string, parent: TimingNode | null, profile: Profile, startMs: number) {
+  constructor(name: string, parent: TimingNode | null, profile: Profile, startUs: number) {
     this.name = name;
-    this.startMs = startMs;
-    this.durationMs = RUNNING;
+    this.startUs = startUs;
+    this.durationUs = RUNNING;
     this.depth = parent === null ? 0 : parent.depth + 1;
     this.flags = 0;
     this.children = null;
@@ -72,7 +72,7 @@ export class TimingNode implements Timing {
     this.profile = profile;
     this.owner = null;
     this.cur = null;
-    this.syncMs = RUNNING;
+    this.syncUs = RUNNING;
     if (parent !== null) {
       if (parent.children === null) parent.children = [this];
       else parent.children.push(this);
@@ -81,14 +81,14 @@ export class TimingNode implements Timing {
 
   /** @internal Record the end. Negative spans (a clock that went backwards) become 0. */
   end(profile: Profile, flags: number): void {
-    const d = profile.now() - this.startMs;
-    this.durationMs = d > 0 ? d : 0;
+    const d = profile.nowUs() - this.startUs;
+    this.durationUs = d > 0 ? d : 0;
     this.flags |= flags;
   }
 
   stop(): void {
     const profile = this.profile;
-    if (profile === null || this.durationMs !== RUNNING) return;
+    if (profile === null || this.durationUs !== RUNNING) return;
     this.end(profile, 0);
     const scope = this.owner;
     if (scope !== null) popUsing(scope, this, profile);
@@ -106,7 +106,7 @@ export class TimingNode implements Timing {
  */
 export function parentIn(scope: TimingNode): TimingNode {
   let p = scope.cur ?? scope;
-  while (p.durationMs !== RUNNING && p.parent !== null) p = p.parent;
+  while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
   return p;
 }
 
@@ -119,7 +119,7 @@ export function parentIn(scope: TimingNode): TimingNode {
 function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
   if (scope.cur === t) {
     let c = t.parent;
-    while (c !== null && c.owner === scope && c.durationMs !== RUNNING) c = c.parent;
+    while (c !== null && c.owner === scope && c.durationUs !== RUNNING) c = c.parent;
     scope.cur = c !== null && c.owner === scope ? c : null;
     return;
   }

@@ -19,6 +19,28 @@ function withoutId(json: ProfileJSON): Omit<ProfileJSON, 'id'> {
 }
 
 describe('toJSON: the v1 shape', () => {
+  test('times are whole microseconds from the start; a step ends where its start plus duration say', async () => {
+    const c = fakeClock(0);
+    const { profile } = await withProfile(
+      'job',
+      () => {
+        c.t = 1.2344; // 1234.4 µs: 1.234
+        step('a', () => {
+          c.t = 3.4566; // 3456.6 µs: 3.457
+          step('b', () => 0);
+        });
+        c.t = 5.0004999;
+      },
+      fixed(c),
+    );
+    const a = profile.toJSON().root.children[0]!;
+    // Durations are differences of rounded readings (2.223), not rounded differences (2.222):
+    // a child never seems to outlast its parent by a rounding.
+    expect(a).toMatchObject({ name: 'a', startMs: 1.234, durationMs: 2.223 });
+    expect(a.children[0]).toMatchObject({ name: 'b', startMs: 3.457, durationMs: 0 });
+    expect(profile.toJSON().durationMs).toBe(5);
+  });
+
   test('exact JSON for a known tree with an injected clock and now', async () => {
     const c = fakeClock(500);
     const err = new Error('x');

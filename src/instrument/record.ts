@@ -25,7 +25,7 @@ export function openCall<A>(category: string, command: (arg: A) => string, arg: 
   }
   // A throw in a diagnostics_channel subscriber would surface as an uncaught exception in the app.
   try {
-    const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.now());
+    const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs());
     profile.count++;
     const parent = parentIn(scope);
     if (parent.custom === null) parent.custom = [c];
@@ -41,10 +41,10 @@ export function openCall<A>(category: string, command: (arg: A) => string, arg: 
 export function closeCall(call: OpenCall | undefined, failed: boolean): void {
   if (call === undefined) return;
   const { profile, node } = call;
-  if (profile.sealed || node.durationMs !== RUNNING) return;
+  if (profile.sealed || node.durationUs !== RUNNING) return;
   try {
-    const d = profile.now() - node.startMs;
-    node.durationMs = d > 0 ? d : 0;
+    const d = profile.nowUs() - node.startUs;
+    node.durationUs = d > 0 ? d : 0;
     if (failed) node.flags |= F_ERROR;
   } catch (err) {
     report(profile.config.onInternalError, err);
