@@ -347,8 +347,7 @@ function detach(root: TimingNode): void {
     n.custom = null;
     n.parent = null;
     n.profile = null;
-    n.owner = null;
-    n.cur = null;
+    n.link = null;
   }
 }
 

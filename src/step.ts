@@ -151,9 +151,9 @@ function open(scope: TimingNode, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return NOOP_TIMING;
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
-  t.flags = F_USING;
-  t.owner = scope;
-  scope.cur = t;
+  t.flags |= F_USING;
+  t.link = scope;
+  scope.link = t;
   return t;
 }
 

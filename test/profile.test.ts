@@ -302,8 +302,7 @@ describe('seal and retention', () => {
       expect(n.parent).toBeNull();
       expect(n.children).toBeNull();
       expect(n.custom).toBeNull();
-      expect(n.owner).toBeNull();
-      expect(n.cur).toBeNull();
+      expect(n.link).toBeNull();
     }
     // The JSON kept everything.
     expect(profile.toJSON().root.children.map((t) => t.name)).toEqual(['a', 'u']);

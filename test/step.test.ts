@@ -180,6 +180,20 @@ describe('step(name): Timing', () => {
     expect(profile.toJSON().warnings).toEqual([]);
   });
 
+  test('when an inner using timing stops, the next step goes under the outer one still running', async () => {
+    const { profile } = await withProfile('job', () => {
+      using _outer = step('outer');
+      {
+        using _inner = step('inner');
+        step('in inner', () => 0);
+      }
+      step('in outer', () => 0);
+    });
+    const names = (t: TimingJSON): unknown => [t.name, t.children.map(names)];
+    expect(names(profile.toJSON().root)).toEqual(['job', [['outer', [['inner', [['in inner', []]]], ['in outer', []]]]]]);
+    expect(profile.toJSON().warnings).toEqual([]);
+  });
+
   test('using across awaits in sequential async code', async () => {
     const { profile } = await withProfile('job', async () => {
       using _t = step('load');
