@@ -135,8 +135,8 @@ export class Profile {
    * @internal Whole microseconds since the profile started, on its monotonic clock. Microsecond
    * precision is all a clock on a VM gives (and all the JSON shows); whole numbers are what V8
    * stores in a node's fields as they are, where a fractional one is a 16-byte HeapNumber per
-   * field: 40 bytes and 3 allocations less per step (bench/micro `--mem`). Past 2^30 µs (17.9
-   * minutes) V8 boxes them again, correct but bigger.
+   * field, up to three per node (bench/micro `--mem`: 184 -> 134 bytes per async step). Past
+   * 2^30 µs (17.9 minutes) V8 boxes them again, correct but bigger.
    *
    * An injected clock that throws is the profiler's fault, not the app's: it is reported once
    * and reads as the start from then on, so the app's steps (and the seal) keep working.
