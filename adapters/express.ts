@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
@@ -26,7 +26,9 @@ const PROFILED: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[Symbo
  *
  * For a developer's request it runs the rest of the chain inside a profile, adds the HTML
  * comment to a whole HTML body, and sets `Server-Timing`. For anyone else it calls `next()` and
- * touches nothing: no AsyncLocalStorage, no wrapper on `res`.
+ * touches nothing: no AsyncLocalStorage, no wrapper on `res`. (After the first developer
+ * request, Express's shared response prototype has miniprof's `end` and `writeHead`, which pass
+ * every other response straight on after one WeakMap lookup.)
  *
  * @example
  * import { miniprof } from 'miniprof/express';
@@ -59,24 +61,18 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   function instrument(req: Req, res: ServerResponse, owner: string): ProfiledResponse {
     const state = new ProfiledResponse(cfg as never, req.method, req.originalUrl ?? req.url, owner);
     stripConditionals(req.headers);
-    onHeaders(res, function (this: ServerResponse) {
-      state.writeHeaders(this);
-    });
-    const end = res.end as (...args: unknown[]) => ServerResponse;
-    res.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown, cb?: unknown) {
-      if (this.headersSent || chunk === undefined || chunk === null || typeof chunk === 'function') {
-        state.body(this, this.statusCode, undefined);
-        return end.apply(this, arguments as unknown as unknown[]);
-      }
-      const enc = typeof encoding === 'string' ? encoding : undefined;
-      const body = state.body(this, this.statusCode, chunk, enc);
-      if (body === null) return end.apply(this, arguments as unknown as unknown[]);
-      if (this.getHeader('content-length') !== undefined) {
-        const length = typeof body === 'string' ? Buffer.byteLength(body, enc as BufferEncoding | undefined) : body.byteLength;
-        this.setHeader('Content-Length', length);
-      }
-      return end.call(this, body, encoding, cb);
-    } as End;
+    const base = sharedBase(res);
+    if (base === null) {
+      onHeaders(res, function (this: ServerResponse) {
+        state.writeHeaders(this);
+      });
+      const end = res.end as OwnEnd;
+      res.end = function (this: ServerResponse) {
+        return endWith(state, this, arguments, end);
+      } as End;
+    } else {
+      HOOKS.set(res, { state, endWith, headersDone: false });
+    }
     res.once('close', () => state.finish(res));
     return state;
   }
@@ -111,6 +107,122 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     if (results !== null && underBase(results, url)) return answer(req, res, next, dev, url!);
     profile(req, res, next, dev.owner);
   }
+}
+
+type OwnEnd = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+
+/** The comment into a whole body: `end` as the app called it, with `end` the one it would reach. */
+function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments, end: OwnEnd): ServerResponse {
+  const chunk: unknown = args[0];
+  const encoding: unknown = args[1];
+  const cb: unknown = args[2];
+  if (res.headersSent || chunk === undefined || chunk === null || typeof chunk === 'function') {
+    state.body(res, res.statusCode, undefined);
+    return end.apply(res, args as unknown as unknown[]);
+  }
+  const enc = typeof encoding === 'string' ? encoding : undefined;
+  const body = state.body(res, res.statusCode, chunk, enc);
+  if (body === null) return end.apply(res, args as unknown as unknown[]);
+  if (res.getHeader('content-length') !== undefined) {
+    const length = typeof body === 'string' ? Buffer.byteLength(body, enc as BufferEncoding | undefined) : body.byteLength;
+    res.setHeader('Content-Length', length);
+  }
+  return end.call(res, body, encoding, cb);
+}
+
+/**
+ * Express gives every `res` maps of its own (it sets the prototype per request, and V8 then
+ * never shares the maps of the properties added after): each own property miniprof added
+ * (`end`, on-headers' `writeHead`) cost ~70,000 instructions per developer request on Node 20
+ * (bench/instructions, Express `open` row; bench/RESULTS.md Run 7). So `end` and `writeHead` are
+ * put once on Express's shared response prototype (the one every app's and sub-app's `response`
+ * inherits from) and act only for responses in HOOKS; every other response goes straight on, at
+ * the cost of a WeakMap lookup. Process-wide, like PROFILED: every copy of miniprof shares one
+ * set of methods, and each entry carries its own copy's `endWith`.
+ */
+interface Hooked {
+  state: ProfiledResponse;
+  endWith: typeof endWith;
+  /** Our headers were written (at the first writeHead, as on-headers fires once). */
+  headersDone: boolean;
+}
+
+const SHARED = globalThis as Record<symbol, unknown>;
+const HOOKS = (SHARED[Symbol.for('miniprof.express.hooks.v1')] ??= new WeakMap()) as WeakMap<object, Hooked>;
+/** Marks a prototype that has the methods. */
+const INSTALLED = Symbol.for('miniprof.express.hooks.v1.installed');
+
+type Base = { end: OwnEnd; writeHead: OwnEnd };
+
+/**
+ * The object between `res` and `ServerResponse.prototype` (Express's response prototype), with
+ * miniprof's methods on it; or null where the own-property wrappers must be used instead: no
+ * such object (plain `http`), or something that `res.end` / `res.writeHead` reach first (an own
+ * wrapper from compression() mounted before miniprof, an `app.response.end`): it must run after
+ * miniprof's, as it did when miniprof's were own properties set later.
+ */
+function sharedBase(res: ServerResponse): Base | null {
+  let base = Object.getPrototypeOf(res) as Base | null;
+  while (base !== null) {
+    const up = Object.getPrototypeOf(base) as Base | null;
+    if (up === ServerResponse.prototype) break;
+    base = up;
+  }
+  if (base === null) return null;
+  if (!Object.hasOwn(base, INSTALLED)) install(base);
+  return res.end === base.end && res.writeHead === base.writeHead ? base : null;
+}
+
+function install(base: Base): void {
+  // What `res.end` / `res.writeHead` reached before: a method of the prototype's own, or the
+  // inherited one, looked up at each call so that a later patch of ServerResponse.prototype runs.
+  const ownEnd = Object.hasOwn(base, 'end') ? base.end : undefined;
+  const ownHead = Object.hasOwn(base, 'writeHead') ? base.writeHead : undefined;
+  const up = Object.getPrototypeOf(base) as Base;
+  const methods: Record<'end' | 'writeHead', OwnEnd> = {
+    end(this: ServerResponse) {
+      const end = ownEnd ?? up.end;
+      const h = HOOKS.get(this);
+      return h === undefined ? end.apply(this, arguments as unknown as unknown[]) : h.endWith(h.state, this, arguments, end);
+    },
+    writeHead(this: ServerResponse) {
+      const head = ownHead ?? up.writeHead;
+      const h = HOOKS.get(this);
+      if (h === undefined || h.headersDone) return head.apply(this, arguments as unknown as unknown[]);
+      h.headersDone = true;
+      return writeHeadWith(h.state, this, arguments, head);
+    },
+  };
+  Object.defineProperty(base, 'end', { value: methods.end, writable: true, configurable: true, enumerable: false });
+  Object.defineProperty(base, 'writeHead', { value: methods.writeHead, writable: true, configurable: true, enumerable: false });
+  Object.defineProperty(base, INSTALLED, { value: true });
+}
+
+/**
+ * The first writeHead of a hooked response, as on-headers does it on the own-property path:
+ * headers passed to writeHead become the response's own first (so ours merge with them rather
+ * than being overwritten), then ours, then Node's writeHead with the status (and reason) only.
+ */
+function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args: IArguments, head: OwnEnd): ServerResponse {
+  const n = args.length;
+  const at = n > 1 && typeof args[1] === 'string' ? 2 : 1;
+  const given: unknown = n > at ? args[at] : undefined;
+  res.statusCode = args[0] as number;
+  if (Array.isArray(given)) setFromArray(res, given);
+  else if (given !== null && typeof given === 'object') for (const k of Object.keys(given)) res.setHeader(k, (given as Record<string, never>)[k]);
+  state.writeHeaders(res);
+  return at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]);
+}
+
+/** `[[name, value], …]` or `[name, value, name, value, …]`, the two forms writeHead takes. */
+function setFromArray(res: ServerResponse, given: unknown[]): void {
+  if (given.length > 0 && Array.isArray(given[0])) {
+    for (const pair of given as [string, never][]) res.setHeader(pair[0], pair[1]);
+    return;
+  }
+  // The same error on-headers gives on the own-property path.
+  if (given.length % 2 !== 0) throw new TypeError('headers array is malformed');
+  for (let i = 0; i < given.length; i += 2) res.setHeader(given[i] as string, given[i + 1] as never);
 }
 
 function cookieOf(req: IncomingMessage): unknown {
