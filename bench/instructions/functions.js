@@ -12,20 +12,13 @@
 // Same settings as run.js (one request in flight, counter clock, a profile kept open). Each
 // figure is (count at --to minus count at --from) / (to - from) per function. Needs valgrind's
 // `cg_annotate`.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
+import { cachegrind, harnessEnv, option, run } from './cachegrind.js';
 
-const run = promisify(execFile);
-const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = argv.indexOf(name);
-  return i === -1 ? def : argv[i + 1];
-};
+const opt = (name, def) => option(argv, name, def);
 const [framework, configA, configB] = argv;
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined) {
   console.error('usage: node bench/instructions/functions.js <express|fastify> <configA> <configB> [--dist-b PATH] [--top N]');
@@ -36,16 +29,11 @@ const from = Number(opt('--from', '2000'));
 const to = Number(opt('--to', '5000'));
 const top = Number(opt('--top', '40'));
 const distB = opt('--dist-b', undefined);
-const env = { ...process.env, IN_FLIGHT: '1', KEEP_OPEN: '1', FAKE_CLOCK: '1' };
 const dir = mkdtempSync(join(tmpdir(), 'miniprof-fn-'));
 
 async function counts(config, requests, dist) {
   const out = join(dir, `${config}-${requests}-${dist === undefined ? 'a' : 'b'}`);
-  await run(
-    'valgrind',
-    ['--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${out}`, node, '--predictable', '--predictable-gc-schedule', join(here, 'harness.js'), framework, config, String(requests)],
-    { maxBuffer: 1 << 24, env: dist === undefined ? env : { ...env, MINIPROF_BENCH_DIST: dist } },
-  );
+  await cachegrind({ node, framework, config, requests, env: harnessEnv(false, dist), outFile: out });
   const { stdout } = await run('cg_annotate', ['--threshold=0', '--auto=no', out], { maxBuffer: 1 << 28 });
   const byFn = new Map();
   for (const line of stdout.split('\n')) {

@@ -16,26 +16,21 @@
 // loading and most JIT compilation cancel out, leaving the steady state. Instructions are not
 // time (cache misses and syscalls are not in them), so read them next to bench/run.js's ratios,
 // not instead of them. Two valgrind processes run at once (one per core).
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { cachegrind, harnessEnv, option, run } from './cachegrind.js';
 
-const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
-const opt = (name, def) => {
-  const i = argv.indexOf(name);
-  return i === -1 ? def : argv[i + 1];
-};
+const opt = (name, def) => option(argv, name, def);
 const frameworks = opt('--frameworks', 'fastify,express').split(',');
 const configs = opt('--configs', 'none,hooks,open,steps,outputs,dev').split(',');
 const node = opt('--node', process.execPath);
 const from = Number(opt('--from', '2000'));
 const to = Number(opt('--to', '5000'));
 const load = argv.includes('--load');
-const env = load ? { ...process.env, IN_FLIGHT: '25' } : { ...process.env, IN_FLIGHT: '1', KEEP_OPEN: '1', FAKE_CLOCK: '1' };
+const env = harnessEnv(load);
 
 const distIndex = join(process.env.MINIPROF_BENCH_DIST ?? join(here, '../../dist'), 'src/index.js');
 if (!existsSync(distIndex)) {
@@ -50,11 +45,7 @@ try {
 }
 
 async function instructions(framework, config, requests) {
-  const { stderr } = await run(
-    'valgrind',
-    ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', node, '--predictable', '--predictable-gc-schedule', join(here, 'harness.js'), framework, config, String(requests)],
-    { maxBuffer: 1 << 24, env },
-  );
+  const stderr = await cachegrind({ node, framework, config, requests, env });
   const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
   if (m === null) throw new Error(`no instruction count for ${framework}/${config}:\n${stderr.slice(-2000)}`);
   return Number(m[1].replaceAll(',', ''));

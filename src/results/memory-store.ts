@@ -42,9 +42,11 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
  * oldest evicted first. A profile is kept as the object `save` was given, and its size is counted
  * without serializing it: writing the JSON string cost a developer request more than any other
  * part of miniprof. So the caller must not change a profile after saving it (miniprof never
- * does: `Profile.toJSON()` hands out copies); `get` returns a copy. A Map keeps insertion order, so the oldest entry is always the first one
- * and eviction is O(1); each owner's ids are kept in save order for the list. No timer runs:
- * expired entries go on the next call, and the count bound caps what can wait until then.
+ * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
+ *
+ * A Map keeps insertion order, so the oldest entry is always the first one and eviction is O(1);
+ * each owner's ids are kept in save order for the list. No timer runs: expired entries go on the
+ * next call, and the count bound caps what can wait until then.
  *
  * @example
  * app.use(miniprof({ results: { store: memoryStore({ maxCount: 50, maxAgeMs: 10 * 60_000 }) } }));
