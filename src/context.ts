@@ -19,9 +19,8 @@ export const als = new AsyncLocalStorage<TimingNode>();
  */
 const releasesHooks = typeof (AsyncLocalStorage.prototype as unknown as Record<string, unknown>)._enable === 'function';
 
+/** Profiles entered with runInProfile and not yet closed (`Profile.entered`). */
 let open = 0;
-/** Profiles entered with runInProfile and not yet closed: only those count towards `open`. */
-const entered = new WeakSet<Profile>();
 
 /** Open profiles right now (for tests and the hook release). */
 export function openProfiles(): number {
@@ -30,8 +29,8 @@ export function openProfiles(): number {
 
 /** Run `fn(...args)` with `profile`'s root as the store: the only way miniprof enters the ALS. */
 export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...args: A) => R, ...args: A): R {
-  if (!entered.has(profile)) {
-    entered.add(profile);
+  if (!profile.entered) {
+    profile.entered = true;
     open++;
     loopOpened(profile);
   }
@@ -43,7 +42,9 @@ export function closeProfile(profile: Profile): void {
   if (profile.sealed) return;
   loopClosed(profile);
   profile.seal();
-  if (entered.delete(profile) && --open === 0 && releasesHooks) releaseSoon();
+  if (!profile.entered) return;
+  profile.entered = false;
+  if (--open === 0 && releasesHooks) releaseSoon();
 }
 
 /**

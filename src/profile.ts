@@ -5,6 +5,7 @@ import { report } from './errors.js';
 import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
 import { jsonCopy } from './json.js';
 import { isoTime } from './iso.js';
+import type { Linked } from './linked.js';
 
 /** One custom timing in the v1 JSON. */
 export interface CustomTimingJSON {
@@ -82,7 +83,7 @@ function ms(us: number): number {
  * The timing tree of one request (or one `withProfile` call). While it is open, steps are added
  * to it; once sealed it is an immutable JSON value and the live nodes are let go.
  */
-export class Profile {
+export class Profile implements Linked {
   readonly id: string;
   readonly name: string;
   readonly machine: string;
@@ -104,6 +105,12 @@ export class Profile {
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
+  /** @internal Entered with runInProfile and not yet closed (src/context.ts). */
+  entered: boolean;
+  /** @internal Links in the event-loop sampler's set of open profiles (src/linked.ts). */
+  prevLink: Linked | null;
+  /** @internal */
+  nextLink: Linked | null;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -121,6 +128,9 @@ export class Profile {
     this.warnings = [];
     this.count = 0;
     this.loopDelayMs = 0;
+    this.entered = false;
+    this.prevLink = null;
+    this.nextLink = null;
     this.sealedJSON = null;
     this.frozenJSON = null;
     this.frozenKey = null;

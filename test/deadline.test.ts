@@ -4,6 +4,8 @@ import { unwatch, watch, watched, type Expiring } from '../src/http/deadline.js'
 function response(log: string[], name: string): Expiring {
   return {
     deadlineAt: 0,
+    prevLink: null,
+    nextLink: null,
     expire() {
       log.push(name);
     },

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { monotonic } from '../clock.js';
 import type { Profile } from '../profile.js';
+import { LinkedSet } from '../linked.js';
 
 /**
  * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the
@@ -20,7 +21,8 @@ import type { Profile } from '../profile.js';
  */
 const RESOLUTION_MS = 10;
 
-const open = new Set<Profile>();
+/** Linked through the profiles' own fields: a Set's table would churn once per request (src/linked.ts). */
+const open = new LinkedSet<Profile>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;
 
@@ -45,8 +47,7 @@ function stop(): void {
 
 /** @internal A profile was entered. */
 export function loopOpened(profile: Profile): void {
-  if (profile.config.clock !== monotonic || open.has(profile)) return;
-  open.add(profile);
+  if (profile.config.clock !== monotonic || !open.add(profile)) return;
   if (timer === null) {
     last = performance.now();
     timer = setInterval(tick, RESOLUTION_MS);
@@ -56,10 +57,9 @@ export function loopOpened(profile: Profile): void {
 
 /** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
 export function loopClosed(profile: Profile): void {
-  if (!open.has(profile)) return;
+  if (!open.delete(profile)) return;
   const lag = performance.now() - last - RESOLUTION_MS;
   if (lag > profile.loopDelayMs) profile.loopDelayMs = lag;
-  open.delete(profile);
   if (open.size === 0) stop();
 }
 

@@ -1,7 +1,8 @@
 import { als } from '../context.js';
+import { LinkedSet, type Linked } from '../linked.js';
 
 /** Something sealed when its time is up: a developer response still open after maxDurationMs. */
-export interface Expiring {
+export interface Expiring extends Linked {
   /** `performance.now()` at which it is due; set by {@link watch}. */
   deadlineAt: number;
   expire(): void;
@@ -11,13 +12,14 @@ export interface Expiring {
  * Every open developer response's maxDurationMs, on one shared timer. A timer per request cost
  * about 42,000 instructions on Node 20 (8% of a profiled Fastify request, bench/instructions with
  * IN_FLIGHT=1): the Timeout's async-hooks init, its duration list made and dropped, unref,
- * clearTimeout. Here a request costs a Set add and delete.
+ * clearTimeout. Here a request costs linking and unlinking itself: not even a Set, whose table
+ * would be reallocated as responses come and go (src/linked.ts).
  *
  * The timer is armed for the earliest deadline it knows. New responses nearly always have a
  * later one (deadlines only differ when apps have different maxDurationMs), so it is rarely
  * re-armed; when it fires, it expires what is due and re-arms for the earliest left.
  */
-const live = new Set<Expiring>();
+const live = new LinkedSet<Expiring>();
 let timer: NodeJS.Timeout | null = null;
 let armedFor = Infinity;
 
@@ -51,11 +53,15 @@ function sweep(): void {
   armedFor = Infinity;
   const now = performance.now();
   let next = Infinity;
+  // Collected first: expiring one response must not be able to cut the walk short.
+  const due: Expiring[] = [];
   for (const e of live) {
-    if (e.deadlineAt <= now + SLACK_MS) {
-      live.delete(e);
-      e.expire();
-    } else if (e.deadlineAt < next) next = e.deadlineAt;
+    if (e.deadlineAt <= now + SLACK_MS) due.push(e);
+    else if (e.deadlineAt < next) next = e.deadlineAt;
+  }
+  for (const e of due) {
+    live.delete(e);
+    e.expire();
   }
   if (next !== Infinity) arm(next, next - now);
 }

@@ -9,6 +9,7 @@ import type { HttpConfig } from './config.js';
 import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
+import type { Linked } from '../linked.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -50,11 +51,17 @@ export class ProfiledResponse implements Expiring {
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
     // and with it the promise hooks, open forever.
     this.deadlineAt = 0;
+    this.prevLink = null;
+    this.nextLink = null;
     watch(this, cfg.maxDurationMs);
   }
 
   /** @internal Set by watch(). */
   deadlineAt: number;
+  /** @internal Links in the set of responses waiting for their deadline (src/linked.ts). */
+  prevLink: Linked | null;
+  /** @internal */
+  nextLink: Linked | null;
 
   /**
    * A whole body is being handed over: the response is complete as far as the app is concerned,
