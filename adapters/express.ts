@@ -4,6 +4,7 @@ import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
 import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { writeHeadWith, type ResMethod } from '../src/http/write-head.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
@@ -109,9 +110,6 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   }
 }
 
-/** `end` or `writeHead` as found on a response or a prototype. */
-type ResMethod = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-
 /** The comment into a whole body: `end` as the app called it, with `end` the one it would reach. */
 function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments, end: ResMethod): ServerResponse {
   const chunk: unknown = args[0];
@@ -197,35 +195,6 @@ function install(base: Base): void {
   Object.defineProperty(base, 'end', { value: methods.end, writable: true, configurable: true, enumerable: false });
   Object.defineProperty(base, 'writeHead', { value: methods.writeHead, writable: true, configurable: true, enumerable: false });
   Object.defineProperty(base, INSTALLED, { value: true });
-}
-
-/**
- * The first writeHead of a hooked response, as on-headers does it on the own-property path:
- * headers passed to writeHead become the response's own first (so ours merge with them rather
- * than being overwritten), then ours, then Node's writeHead with the status (and reason) only.
- * Not on-headers itself run on a per-response holder object: that measured ~80,000 instructions
- * more per Express developer request (bench/instructions, `open` row, twice).
- */
-function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args: IArguments, head: ResMethod): ServerResponse {
-  const n = args.length;
-  const at = n > 1 && typeof args[1] === 'string' ? 2 : 1;
-  const given: unknown = n > at ? args[at] : undefined;
-  res.statusCode = args[0] as number;
-  if (Array.isArray(given)) setFromArray(res, given);
-  else if (given !== null && typeof given === 'object') for (const k of Object.keys(given)) res.setHeader(k, (given as Record<string, never>)[k]);
-  state.writeHeaders(res);
-  return at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]);
-}
-
-/** `[[name, value], …]` or `[name, value, name, value, …]`, the two forms writeHead takes. */
-function setFromArray(res: ServerResponse, given: unknown[]): void {
-  if (given.length > 0 && Array.isArray(given[0])) {
-    for (const pair of given as [string, never][]) res.setHeader(pair[0], pair[1]);
-    return;
-  }
-  // The same error on-headers gives on the own-property path.
-  if (given.length % 2 !== 0) throw new TypeError('headers array is malformed');
-  for (let i = 0; i < given.length; i += 2) res.setHeader(given[i] as string, given[i + 1] as never);
 }
 
 function cookieOf(req: IncomingMessage): unknown {

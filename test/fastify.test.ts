@@ -1444,6 +1444,33 @@ describe('setup and cost', () => {
     expect(own.dev).toMatchObject({ send: true, hijack: true, writeHead: true, store: true });
   });
 
+
+  it('cost: a developer request\'s methods on the reply and the raw req/res are the same functions every time, never new closures', async () => {
+    // A new closure kept in a property of these objects got all it reached promoted to the old
+    // generation on every request (adapters/fastify.ts, Hook): the per-request part is data.
+    const seen: Record<string, unknown>[] = [];
+    const app = await build(byHeader, (a) => {
+      a.get('/', async (req, reply) => {
+        seen.push({ send: reply.send, hijack: reply.hijack, writeHead: reply.raw.writeHead, emit: req.raw.emit });
+        return 'ok';
+      });
+    });
+    const port = await listen(app);
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`http://127.0.0.1:${port}/`, { headers: dev });
+      expect(res.headers.get('server-timing')).toMatch(/^total;dur=/);
+      await res.text();
+    }
+    expect(seen).toHaveLength(3);
+    const [first, ...rest] = seen;
+    for (const k of ['send', 'hijack', 'writeHead', 'emit']) {
+      expect(typeof first![k]).toBe('function');
+      for (const s of rest) expect(s[k]).toBe(first![k]);
+    }
+    // And they are miniprof's, not Node's own.
+    expect(first!.writeHead).not.toBe(http.ServerResponse.prototype.writeHead);
+    expect(first!.emit).not.toBe(http.IncomingMessage.prototype.emit);
+  });
   it('C11: a fault while setting up a developer request (the wall clock throws) leaves it unprofiled and is reported once', async () => {
     const reported: unknown[] = [];
     const boom = new Error('clock broke');
