@@ -21,8 +21,13 @@ export interface MemoryStoreOptions {
 
 interface Entry {
   owner: string;
-  /** The saved object itself: miniprof's sealed profiles never change after the save. */
-  profile: ProfileJSON;
+  /**
+   * The saved object itself: miniprof's sealed profiles never change after the save. Null once
+   * dropped: a Map's discarded hash tables still point at the entries they held until a full GC,
+   * and the scavenger then keeps (and promotes) whatever those entries reach. With the profile
+   * let go, that is the small entry alone (bench/RESULTS.md Run 8).
+   */
+  profile: ProfileJSON | null;
   bytes: number;
   savedAt: number;
   /** Made at the first `list` that shows it: most saved profiles are never listed. */
@@ -64,6 +69,8 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
 
   function drop(id: string, e: Entry): void {
     entries.delete(id);
+    e.profile = null;
+    e.summary = null;
     bytes -= e.bytes;
     const ids = byOwner.get(e.owner)!;
     // Eviction is oldest-first everywhere, so this owner's oldest id is the one going.
@@ -105,7 +112,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     async get(owner, id) {
       if (!UUID.test(id)) return undefined;
       const e = live(owner, id, now());
-      return e === undefined ? undefined : jsonCopy(e.profile);
+      return e === undefined ? undefined : jsonCopy(e.profile!);
     },
     async list(owner, limit) {
       const t = now();
@@ -115,7 +122,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
       if (ids === undefined) return out;
       for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) {
         const e = entries.get(ids[i]!)!;
-        const s = (e.summary ??= summarize(e.profile, e.savedAt));
+        const s = (e.summary ??= summarize(e.profile!, e.savedAt));
         out.push({ ...s, flags: s.flags.slice() });
       }
       return out;
