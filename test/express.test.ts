@@ -394,6 +394,24 @@ describe.each([
       expect(JSON.parse(behind.body.toString())).toEqual({ end: true, writeHead: true, store: true });
     });
 
+    it('a developer response\'s entry in the shared hook map is there while it runs and gone once it closed', async () => {
+      // Left to the GC, the entry got the whole request promoted to the old generation.
+      const hooks = (globalThis as Record<symbol, WeakMap<object, unknown>>)[Symbol.for('miniprof.express.hooks.v1')]!;
+      const during: boolean[] = [];
+      const closed: Promise<boolean>[] = [];
+      const port = await start([mp()], (app) => {
+        app.get('/hooked', (_req, res) => {
+          during.push(hooks.has(res));
+          closed.push(new Promise((resolve) => res.on('close', () => setImmediate(() => resolve(hooks.has(res))))));
+          res.type('html').send(PAGE);
+        });
+      });
+      const r = await raw(port, { path: '/hooked' });
+      expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+      expect(during).toEqual([true]);
+      expect(await Promise.all(closed)).toEqual([false]);
+    });
+
     it('after developer requests, a non-developer response is still exactly the app alone', async () => {
       const plainPort = await start([]);
       const port = await start([mp({ isDeveloper: (req) => req.headers['x-dev'] === '1' })]);
