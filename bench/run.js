@@ -153,7 +153,8 @@ async function http(bin) {
         const r = await ask(loader, { url: `http://127.0.0.1:${s.port}/`, seconds: slice, connections });
         const b = await ask(s.cp, { cmd: 'stats' });
         const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
-        return { ...r, cpuUs: cpu / Math.max(1, b.requests - a.requests) };
+        const n = Math.max(1, b.requests - a.requests);
+        return { ...r, cpuUs: cpu / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
       };
       log(`http ${versionOf(bin)} ${framework}: warm-up`);
       for (const config of ['none', ...configs]) await slot(config);
@@ -183,6 +184,7 @@ async function http(bin) {
       p50: median(allBase.map((b) => b.p50)),
       p99: median(allBase.map((b) => b.p99)),
       cpuUs: median(allBase.map((b) => b.cpuUs)),
+      gcUs: median(allBase.map((b) => b.gcUs)),
       ratio: 1,
       cpuRatio: 1,
       n: allBase.length,
@@ -193,6 +195,7 @@ async function http(bin) {
         p50: median(rows.map((x) => x.cur.p50)),
         p99: median(rows.map((x) => x.cur.p99)),
         cpuUs: median(rows.map((x) => x.cur.cpuUs)),
+        gcUs: median(rows.map((x) => x.cur.gcUs)),
         ratio: median(rows.map((x) => x.ratio)),
         ratioMin: Math.min(...rows.map((x) => x.ratio)),
         ratioMax: Math.max(...rows.map((x) => x.ratio)),
@@ -316,17 +319,17 @@ const CONFIG_NAMES = {
 
 function httpTable(h) {
   const lines = [
-    '| framework | configuration | req/s | x no-profiler (min-max) | p50 ms | p99 ms | server CPU us/req | CPU x |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| framework | configuration | req/s | x no-profiler (min-max) | p50 ms | p99 ms | server CPU us/req | CPU x | GC pauses us/req |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const [framework, configs] of Object.entries(h.summary)) {
     for (const [config, s] of Object.entries(configs)) {
       if (config === 'devVsOtel') continue;
       const range = s.ratioMin === undefined ? '' : ` (${f(s.ratioMin, 2)}-${f(s.ratioMax, 2)})`;
       lines.push(
-        `| ${framework} | ${CONFIG_NAMES[config]} | ${fi(s.rps)} | ${f(s.ratio, 3)}${range} | ${f(s.p50, 0)} | ${f(s.p99, 0)} | ${f(s.cpuUs)} | ${f(s.cpuRatio, 2)} |`,
+        `| ${framework} | ${CONFIG_NAMES[config]} | ${fi(s.rps)} | ${f(s.ratio, 3)}${range} | ${f(s.p50, 0)} | ${f(s.p99, 0)} | ${f(s.cpuUs)} | ${f(s.cpuRatio, 2)} | ${f(s.gcUs)} |`,
       );
-      if (s.errors > 0) lines.push(`| | (${s.errors} errors or non-2xx) | | | | | | |`);
+      if (s.errors > 0) lines.push(`| | (${s.errors} errors or non-2xx) | | | | | | | |`);
     }
   }
   return lines.join('\n') + '\n';

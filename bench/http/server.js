@@ -3,6 +3,7 @@
 // time and request count, so CPU per request is the server's alone.
 import { direct, expressPage, fastifyPage, otelStep } from './page.js';
 import { pathToFileURL } from 'node:url';
+import { PerformanceObserver } from 'node:perf_hooks';
 
 // MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
 const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
@@ -79,8 +80,13 @@ if (framework === 'express') {
 
 let requests = 0;
 server.on('request', () => requests++);
+// Main-thread GC pauses, so a table can show what garbage kept alive costs (bench/RESULTS.md Run 8).
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+}).observe({ entryTypes: ['gc'] });
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
