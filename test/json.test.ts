@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
-import { jsonBytes, jsonCopy } from '../src/json.js';
-import { step, withProfile } from '../src/index.js';
+import { jsonBytes, jsonCopy, profileBytes } from '../src/json.js';
+import { step, timing, withProfile } from '../src/index.js';
+import { SEALED, type ProfileJSON } from '../src/profile.js';
 
 /** Strings that exercise every escaping and UTF-8 width: quotes, controls, DEL, 2-, 3- and 4-byte characters, lone surrogates. */
 const text = fc.oneof(
@@ -109,5 +110,52 @@ describe('jsonCopy', () => {
     c.a[0]!.b = 2;
     c.c.d = 'y';
     expect(v).toEqual({ a: [{ b: 1 }], c: { d: 'x' } });
+  });
+});
+
+/** A tree of work to run through the real API: each node a step (sync or async, maybe failing), a timing, or an open `using` step. */
+type Plan = { kind: 'sync' | 'async' | 'fail' | 'timing' | 'open'; name: string; children: Plan[] };
+const planAt = (depth: number): fc.Arbitrary<Plan[]> =>
+  fc.array(
+    fc.record({ kind: fc.constantFrom('sync', 'async', 'fail', 'timing', 'open'), name: text, children: depth === 0 ? fc.constant([]) : planAt(depth - 1) }) as fc.Arbitrary<Plan>,
+    { maxLength: 3 },
+  );
+const plan = planAt(4);
+
+async function run(nodes: Plan[], parallel: boolean): Promise<void> {
+  const one = async (p: Plan): Promise<void> => {
+    if (p.kind === 'timing') return void timing(p.name.slice(0, 8), `select ${p.name}`, () => 1);
+    // Left open: measured up to the seal and marked unfinished.
+    if (p.kind === 'open') return void step(p.name);
+    if (p.kind === 'sync') return void step(p.name, () => void run(p.children, false));
+    try {
+      await step(p.name, async () => {
+        await run(p.children, !parallel);
+        if (p.kind === 'fail') throw new Error('x');
+      });
+    } catch {
+      // the error is the step's, recorded in the profile
+    }
+  };
+  if (parallel) await Promise.all(nodes.map(one));
+  else for (const p of nodes) await one(p);
+}
+
+describe('profileBytes', () => {
+  test('equals the UTF-8 length of JSON.stringify for any profile miniprof seals', async () => {
+    await fc.assert(
+      fc.asyncProperty(plan, fc.array(fc.integer({ min: 0, max: 40_000 }), { minLength: 1, maxLength: 16 }), fc.integer({ min: 1, max: 30 }), async (nodes, steps, maxSteps) => {
+        // An injected clock (ms) moving by the given microsecond steps: blocking, parallelism and
+        // every number length occur.
+        let t = 0;
+        let i = 0;
+        const clock = () => (t += steps[i++ % steps.length]! / 1000);
+        const { profile } = await withProfile('plan', () => run(nodes, true), { clock, now: () => 1.7e12, blockingMs: 5, maxSteps });
+        const json = (profile as unknown as { data(): ProfileJSON }).data();
+        expect((json as { [SEALED]?: true })[SEALED]).toBe(true);
+        expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
+      }),
+      { numRuns: 400 },
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { codedError } from '../errors.js';
-import { jsonBytes, jsonCopy } from '../json.js';
+import { jsonBytes, jsonCopy, profileBytes } from '../json.js';
 import { checkObject, fnOption, intOption } from '../options.js';
-import type { ProfileJSON } from '../profile.js';
+import { SEALED, type ProfileJSON } from '../profile.js';
 import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
 
 /** Options of {@link memoryStore}. */
@@ -94,7 +94,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   return {
     async save(owner, profile) {
       const t = now();
-      const size = jsonBytes(profile);
+      const size = (profile as { [SEALED]?: true })[SEALED] === true ? profileBytes(profile) : jsonBytes(profile);
       if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
       const old = entries.get(profile.id);
       if (old !== undefined) drop(profile.id, old);
