@@ -1,4 +1,4 @@
-import { IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { als, runInProfile } from '../src/context.js';
@@ -107,38 +107,50 @@ function enter(hook: Hook, next: HookHandlerDoneFunction): void {
  */
 function emitInProfile(this: IncomingMessage & Hooked, ...args: unknown[]): boolean {
   const h = this[HOOK];
-  if (h === undefined) return Reflect.apply(IncomingMessage.prototype.emit, this, args) as boolean;
+  if (h === undefined) return Reflect.apply(inherited(this, 'emit'), this, args) as boolean;
   const root = h.root!;
   return root.profile === null ? (Reflect.apply(h.emit!, this, args) as boolean) : als.run(root, Reflect.apply, h.emit!, this, args);
 }
 
+/**
+ * What `obj[key]` would be without our own property: for a call with some other `this` (the
+ * methods are shared), which must reach the app's method rather than throw.
+ */
+function inherited<F extends (...args: never[]) => unknown>(obj: object, key: string): F {
+  return (Object.getPrototypeOf(obj) as Record<string, F>)[key]!;
+}
+
 function sendWithComment(this: FastifyReply & Hooked, payload?: unknown): FastifyReply {
-  const h = this[HOOK]!;
+  const h = this[HOOK];
+  if (h === undefined) return inherited<FastifyReply['send']>(this, 'send').call(this, payload);
   if (payload instanceof Error || isStream(payload)) return h.send.call(this, payload);
   const body = h.state.body(this, this.statusCode, payload);
   return h.send.call(this, body ?? payload);
 }
 
 function hijackReply(this: FastifyReply & Hooked): FastifyReply {
-  const h = this[HOOK]!;
+  const h = this[HOOK];
+  if (h === undefined) return inherited<FastifyReply['hijack']>(this, 'hijack').call(this);
   h.state.hijacked = true;
   return h.hijack.call(this);
 }
 
 function writeHeadWithTiming(this: ServerResponse & Hooked): ServerResponse {
-  const h = this[HOOK]!;
+  const h = this[HOOK];
+  if (h === undefined) return inherited<ResMethod>(this, 'writeHead').apply(this, arguments as unknown as unknown[]);
   if (h.headersDone) return h.writeHead.apply(this, arguments as unknown as unknown[]);
   h.headersDone = true;
   return writeHeadWith(h.state, this, arguments, h.writeHead);
 }
 
 function onFinish(this: ServerResponse & Hooked): void {
-  this[HOOK]!.finished = true;
+  const h = this[HOOK];
+  if (h !== undefined) h.finished = true;
 }
 
 function onClose(this: ServerResponse & Hooked): void {
-  const h = this[HOOK]!;
-  h.state.finish(this, h.finished || this.writableFinished);
+  const h = this[HOOK];
+  if (h !== undefined) h.state.finish(this, h.finished || this.writableFinished);
 }
 
 function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, owner: string): Hook {

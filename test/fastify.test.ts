@@ -1471,6 +1471,35 @@ describe('setup and cost', () => {
     expect(first!.writeHead).not.toBe(http.ServerResponse.prototype.writeHead);
     expect(first!.emit).not.toBe(http.IncomingMessage.prototype.emit);
   });
+
+  it('the shared methods called with some other reply or response act as the app\'s own, never throw', async () => {
+    let taken: { send: FastifyReply['send']; writeHead: http.ServerResponse['writeHead'] } | undefined;
+    const app = await build(byHeader, (a) => {
+      a.get('/dev', async (_req, reply) => {
+        taken = { send: reply.send, writeHead: reply.raw.writeHead };
+        return 'dev';
+      });
+      a.get('/other', (_req, reply) => {
+        // A non-developer's reply: miniprof's send and writeHead must pass straight through.
+        taken!.send.call(reply.type('text/html'), '<html><body>other</body></html>');
+      });
+      a.get('/raw', (_req, reply) => {
+        reply.hijack();
+        taken!.writeHead.call(reply.raw, 201, { 'content-type': 'text/plain' });
+        reply.raw.end('raw');
+      });
+    });
+    const port = await listen(app);
+    await (await fetch(`http://127.0.0.1:${port}/dev`, { headers: dev })).text();
+    const other = await fetch(`http://127.0.0.1:${port}/other`);
+    expect(other.status).toBe(200);
+    expect(other.headers.get('server-timing')).toBeNull();
+    expect(await other.text()).toBe('<html><body>other</body></html>');
+    const raw = await fetch(`http://127.0.0.1:${port}/raw`);
+    expect(raw.status).toBe(201);
+    expect(raw.headers.get('server-timing')).toBeNull();
+    expect(await raw.text()).toBe('raw');
+  });
   it('C11: a fault while setting up a developer request (the wall clock throws) leaves it unprofiled and is reported once', async () => {
     const reported: unknown[] = [];
     const boom = new Error('clock broke');
