@@ -13,9 +13,9 @@
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { direct, expressPage, fastifyPage } from '../http/page.js';
+import { direct, dist, servePage } from '../http/page.js';
 
 if (typeof globalThis.gc !== 'function') {
   // Re-run with the flags this needs, so the command line stays plain.
@@ -27,29 +27,15 @@ const [framework = 'fastify', config = 'dev', count = '20000'] = process.argv.sl
 if (!['express', 'fastify'].includes(framework) || !['none', 'nondev', 'dev'].includes(config) || !(Number(count) > 0)) {
   throw new Error('usage: promotion.js <express|fastify> <none|nondev|dev> [requests]');
 }
-const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
-const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
 const opts = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS || '{}') };
 const s = config === 'none' || process.env.MP_DIRECT === '1' ? direct : (await import(dist('src/index.js'))).step;
 
-let server;
-if (framework === 'express') {
-  const { default: express } = await import('express');
-  const app = express();
-  app.set('etag', false);
-  if (config !== 'none') app.use((await import(dist('adapters/express.js'))).miniprof(opts));
-  expressPage(app, s);
-  server = await new Promise((resolve) => {
-    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
-  });
-} else {
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify({ logger: false });
-  if (config !== 'none') await app.register((await import(dist('adapters/fastify.js'))).miniprof, opts);
-  fastifyPage(app, s);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  server = app.server;
-}
+const server = await servePage(framework, s, async (app) => {
+  if (config === 'none') return;
+  const { miniprof } = await import(dist(`adapters/${framework}.js`));
+  if (framework === 'express') app.use(miniprof(opts));
+  else await app.register(miniprof, opts);
+});
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const { port } = server.address();

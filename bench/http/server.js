@@ -1,13 +1,8 @@
 // `node bench/http/server.js <express|fastify> <config>`: one server on 127.0.0.1:0, started by
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
-import { direct, expressPage, fastifyPage, otelStep } from './page.js';
-import { pathToFileURL } from 'node:url';
 import { PerformanceObserver } from 'node:perf_hooks';
-
-// MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
-const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
-const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
+import { direct, dist, otelStep, servePage } from './page.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
@@ -34,37 +29,23 @@ if (config === 'dev' || config === 'nondev') {
   tracer = api.trace.getTracer('bench');
   s = otelStep(tracer);
 }
-const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS ?? '{}') };
+const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS || '{}') };
 
-let server;
-if (framework === 'express') {
-  const { default: express } = await import('express');
-  const app = express();
-  app.set('etag', false);
+const server = await servePage(framework, s, async (app) => {
   if (config === 'dev' || config === 'nondev') {
-    const { miniprof } = await import(dist('adapters/express.js'));
-    app.use(miniprof(miniprofOptions));
-  } else if (config === 'otel') {
+    const { miniprof } = await import(dist(`adapters/${framework}.js`));
+    if (framework === 'express') app.use(miniprof(miniprofOptions));
+    else await app.register(miniprof, miniprofOptions);
+  } else if (config === 'hook') {
+    // The framework's own share: the cheapest global hook of the kind miniprof registers.
+    app.addHook('onRequest', (_request, _reply, done) => done());
+  } else if (config === 'otel' && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
         res.once('finish', () => span.end());
         next();
       }),
     );
-  }
-  expressPage(app, s);
-  server = await new Promise((resolve) => {
-    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
-  });
-} else {
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify({ logger: false });
-  if (config === 'dev' || config === 'nondev') {
-    const { miniprof } = await import(dist('adapters/fastify.js'));
-    await app.register(miniprof, miniprofOptions);
-  } else if (config === 'hook') {
-    // The framework's own share: the cheapest global hook of the kind miniprof registers.
-    app.addHook('onRequest', (_request, _reply, done) => done());
   } else if (config === 'otel') {
     app.addHook('onRequest', (request, reply, done) =>
       tracer.startActiveSpan(`${request.method} ${request.url}`, (span) => {
@@ -73,10 +54,7 @@ if (framework === 'express') {
       }),
     );
   }
-  fastifyPage(app, s);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  server = app.server;
-}
+});
 
 let requests = 0;
 server.on('request', () => requests++);

@@ -11,11 +11,8 @@
 // Server-Timing); dev (+ the results store: the default setup).
 import http from 'node:http';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { pathToFileURL } from 'node:url';
-import { direct, expressPage, fastifyPage } from '../http/page.js';
+import { direct, dist, servePage } from '../http/page.js';
 
-const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
-const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
 
 const [framework, config, count] = process.argv.slice(2);
 const CONFIGS = {
@@ -42,24 +39,12 @@ const fake = process.env.FAKE_CLOCK === '1' ? { clock: () => (t += 0.013) } : {}
 const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.MP_OPTIONS);
 const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
 
-let server;
-if (framework === 'fastify') {
-  const { default: Fastify } = await import('fastify');
-  const app = Fastify({ logger: false });
-  if (extra !== null) await app.register((await import(dist('adapters/fastify.js'))).miniprof, options);
-  fastifyPage(app, s);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  server = app.server;
-} else {
-  const { default: express } = await import('express');
-  const app = express();
-  app.set('etag', false);
-  if (extra !== null) app.use((await import(dist('adapters/express.js'))).miniprof(options));
-  expressPage(app, s);
-  server = await new Promise((resolve) => {
-    const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
-  });
-}
+const server = await servePage(framework, s, async (app) => {
+  if (extra === null) return;
+  const { miniprof } = await import(dist(`adapters/${framework}.js`));
+  if (framework === 'express') app.use(miniprof(options));
+  else await app.register(miniprof, options);
+});
 // Switches the promise hooks on for the rest of the process, as a first profile would on Node <= 22.
 if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 // One request at a time (IN_FLIGHT=1) repeats best, but each close would then be the last open

@@ -4,11 +4,7 @@
 // measures retained heap per step instead.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { measure } from 'mitata';
-import { pathToFileURL } from 'node:url';
-
-// MINIPROF_BENCH_DIST points at another build (e.g. one compiled privately while others rebuild dist/).
-const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
-const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
+import { dist } from '../http/page.js';
 
 const contender = process.argv[2];
 const memMode = process.argv.includes('--mem');
