@@ -1,5 +1,4 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
-import onHeaders from 'on-headers';
 import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
@@ -64,9 +63,15 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     stripConditionals(req.headers);
     const base = sharedBase(res);
     if (base === null) {
-      onHeaders(res, function (this: ServerResponse) {
-        state.writeHeaders(this);
-      });
+      // Own wrappers, as compression() must run after ours. The same header handling as the
+      // shared writeHead (writeHeadWith), once, at the first writeHead.
+      const head = res.writeHead as ResMethod;
+      let headersDone = false;
+      res.writeHead = function (this: ServerResponse) {
+        if (headersDone) return head.apply(this, arguments as unknown as unknown[]);
+        headersDone = true;
+        return writeHeadWith(state, this, arguments, head);
+      } as ServerResponse['writeHead'];
       const end = res.end as ResMethod;
       res.end = function (this: ServerResponse) {
         return endWith(state, this, arguments, end);

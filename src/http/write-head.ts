@@ -32,7 +32,7 @@ function setFromArray(res: ServerResponse, given: unknown[]): void {
     for (const pair of given as [string, never][]) res.setHeader(pair[0], pair[1]);
     return;
   }
-  // The same error on-headers gives on the own-property path.
+  // The TypeError on-headers gives for it (miniprof used on-headers before).
   if (given.length % 2 !== 0) throw new TypeError('headers array is malformed');
   for (let i = 0; i < given.length; i += 2) res.setHeader(given[i] as string, given[i + 1] as never);
 }
