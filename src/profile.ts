@@ -74,13 +74,6 @@ export interface ProfileJSON {
 
 const MAX_WARNINGS = 20;
 
-/**
- * @internal On the JSON a profile sealed: its tree has only the fields nodeJSON writes, so the
- * memory store can size it with `profileBytes` rather than the general walk. A non-enumerable
- * symbol key: `JSON.stringify`, `jsonCopy`, spreads and deep comparisons never see it.
- */
-export const SEALED: unique symbol = Symbol('miniprof.sealed');
-
 /** The JSON's milliseconds from the live nodes' whole microseconds. */
 function ms(us: number): number {
   return us / 1000;
@@ -205,8 +198,6 @@ export class Profile implements Linked {
     this.stopRoot();
     const json = this.reusable() ?? this.snapshot();
     this.frozenJSON = null;
-    // Not enumerable: a deep comparison with a copy (which never has it) still holds.
-    Object.defineProperty(json, SEALED, { value: true });
     this.sealedJSON = json;
     detach(this.root);
     return json;

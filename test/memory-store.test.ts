@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { memoryStore } from '../src/index.js';
+import { memoryStore, step, withProfile, type ProfileJSON } from '../src/index.js';
+import { saveProfile } from '../src/results/save.js';
 import { sampleProfile, storeConformance } from './store-conformance.js';
 
 storeConformance('memoryStore', async ({ maxCount, maxAgeMs }) => {
@@ -75,4 +77,107 @@ test('bytes are the exact UTF-8 size of each profile’s JSON, counted without s
   expect(store.stats().bytes).toBe(Buffer.byteLength(JSON.stringify(a)) + Buffer.byteLength(JSON.stringify(b)));
   // The list row is made on first listing, from the kept profile.
   expect((await store.list('b', 1))[0]).toMatchObject({ id: b.id, steps: 5, custom: 2 });
+});
+
+/** A profile miniprof sealed itself, as the adapters hand it to the store at close. */
+async function sealed(name: string, more = 0): Promise<ProfileJSON> {
+  const { profile } = await withProfile(name, async () => {
+    step('a', () => 1);
+    await step('b', async () => step('c', () => 2));
+    for (let i = 0; i < more; i++) step(`more ${i}`, () => i);
+  });
+  return (profile as unknown as { data(): ProfileJSON }).data();
+}
+
+test('miniprof’s own save of a sealed profile is synchronous and sized exactly; a fault there is reported, never thrown', async () => {
+  const store = memoryStore({ maxBytes: 1024 });
+  const faults: unknown[] = [];
+  const p = await sealed('GET /x');
+  saveProfile(store, 'a', p, (e) => faults.push(e));
+  // No await: the store already has it, and no promise was made for it.
+  expect(store.stats()).toEqual({ count: 1, bytes: Buffer.byteLength(JSON.stringify(p)) });
+  const big = await sealed('GET /big', 40);
+  expect(() => saveProfile(store, 'a', big, (e) => faults.push(e))).not.toThrow();
+  expect(faults).toHaveLength(1);
+  expect(faults[0]).toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
+  expect(await store.get('a', p.id)).toEqual(p);
+});
+
+test('a store whose save was replaced (a spread with its own save) sees every save', async () => {
+  const inner = memoryStore();
+  const seen: string[] = [];
+  const wrapped = {
+    ...inner,
+    async save(owner: string, profile: ProfileJSON) {
+      seen.push(profile.id);
+      await inner.save(owner, profile);
+    },
+  };
+  const p = await sealed('GET /y');
+  saveProfile(wrapped, 'a', p, () => {});
+  expect(seen).toEqual([p.id]);
+  await Promise.resolve();
+  expect((await inner.list('a', 5)).map((s) => s.id)).toEqual([p.id]);
+});
+
+/**
+ * The store links its entries by hand (save order over all owners, and per owner), so it is held
+ * to a plain model: an array in save order, filtered and spliced.
+ */
+test('behaves as the array model under any sequence of saves, re-saves, lists, gets and passing time', async () => {
+  const owners = ['a', 'b', 'c'];
+  const op = fc.oneof(
+    fc.record({ k: fc.constant('save' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }) }),
+    fc.record({ k: fc.constant('resave' as const), back: fc.nat(), owner: fc.integer({ min: 0, max: 2 }) }),
+    fc.record({ k: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 40 }) }),
+    fc.record({ k: fc.constant('list' as const), owner: fc.integer({ min: 0, max: 2 }), limit: fc.integer({ min: 1, max: 6 }) }),
+    fc.record({ k: fc.constant('get' as const), back: fc.nat(), owner: fc.integer({ min: 0, max: 2 }) }),
+  );
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1024, max: 6000 }), fc.array(op, { maxLength: 40 }), async (maxCount, maxBytes, ops) => {
+      let t = 0;
+      const maxAgeMs = 100;
+      const store = memoryStore({ maxCount, maxBytes, maxAgeMs, now: () => t });
+      type M = { id: string; owner: string; bytes: number; savedAt: number; p: ProfileJSON };
+      let model: M[] = [];
+      const made: ProfileJSON[] = [];
+      const expire = () => (model = model.filter((e) => t - e.savedAt < maxAgeMs));
+      const save = async (owner: string, p: ProfileJSON) => {
+        const bytes = Buffer.byteLength(JSON.stringify(p));
+        if (bytes > maxBytes) {
+          await expect(store.save(owner, p)).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
+          return;
+        }
+        await store.save(owner, p);
+        model = model.filter((e) => e.id !== p.id);
+        expire();
+        while (model.length > 0 && (model.length >= maxCount || model.reduce((s, e) => s + e.bytes, 0) + bytes > maxBytes)) model.shift();
+        model.push({ id: p.id, owner, bytes, savedAt: t, p });
+      };
+      for (const o of ops) {
+        if (o.k === 'save') {
+          const p = sampleProfile({}, o.size);
+          made.push(p);
+          await save(owners[o.owner]!, p);
+        } else if (o.k === 'resave' && made.length > 0) {
+          await save(owners[o.owner]!, made[made.length - 1 - (o.back % made.length)]!);
+        } else if (o.k === 'tick') {
+          t += o.ms;
+        } else if (o.k === 'list') {
+          const got = (await store.list(owners[o.owner]!, o.limit)).map((s) => s.id);
+          expire();
+          const want = model.filter((e) => e.owner === owners[o.owner]).reverse().slice(0, o.limit).map((e) => e.id);
+          expect(got).toEqual(want);
+        } else if (o.k === 'get' && made.length > 0) {
+          const p = made[made.length - 1 - (o.back % made.length)]!;
+          const e = model.find((m) => m.id === p.id && m.owner === owners[o.owner] && t - m.savedAt < maxAgeMs);
+          expect(await store.get(owners[o.owner]!, p.id)).toEqual(e === undefined ? undefined : JSON.parse(JSON.stringify(e.p)));
+        }
+        const s = store.stats();
+        expire();
+        expect(s).toEqual({ count: model.length, bytes: model.reduce((n, e) => n + e.bytes, 0) });
+      }
+    }),
+    { numRuns: 300 },
+  );
 });

@@ -1,8 +1,8 @@
 import { codedError } from '../errors.js';
 import { jsonBytes, jsonCopy, profileBytes } from '../json.js';
 import { checkObject, fnOption, intOption } from '../options.js';
-import { SEALED, type ProfileJSON } from '../profile.js';
-import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
+import type { ProfileJSON } from '../profile.js';
+import { SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -20,7 +20,8 @@ export interface MemoryStoreOptions {
 }
 
 interface Entry {
-  owner: string;
+  readonly id: string;
+  readonly owner: Owner;
   /**
    * The saved object itself: miniprof's sealed profiles never change after the save. Null once
    * dropped: a Map's discarded hash tables still point at the entries they held until a full GC,
@@ -28,10 +29,22 @@ interface Entry {
    * let go, that is the small entry alone (bench/RESULTS.md Run 8).
    */
   profile: ProfileJSON | null;
-  bytes: number;
-  savedAt: number;
+  readonly bytes: number;
+  readonly savedAt: number;
   /** Made at the first `list` that shows it: most saved profiles are never listed. */
   summary: ProfileSummary | null;
+  /** Neighbours in save order over all owners, and within the owner's own list. */
+  older: Entry | null;
+  newer: Entry | null;
+  ownOlder: Entry | null;
+  ownNewer: Entry | null;
+}
+
+/** One developer's profiles, newest last; the owner's Map entry goes with the last of them. */
+interface Owner {
+  readonly key: string;
+  newest: Entry | null;
+  oldest: Entry | null;
 }
 
 /** The store's size right now (expired entries are dropped first). */
@@ -49,9 +62,10 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
  * part of miniprof. So the caller must not change a profile after saving it (miniprof never
  * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
  *
- * A Map keeps insertion order, so the oldest entry is always the first one and eviction is O(1);
- * each owner's ids are kept in save order for the list. No timer runs: expired entries go on the
- * next call, and the count bound caps what can wait until then.
+ * Entries are linked in save order, over all owners and per owner, so the oldest is always at
+ * hand: eviction, expiry and a list cost no iterator, no array and no search. Maps serve only the
+ * lookups by id and by owner. No timer runs: expired entries go on the next call, and the count
+ * bound caps what can wait until then.
  *
  * @example
  * app.use(miniprof({ results: { store: memoryStore({ maxCount: 50, maxAgeMs: 10 * 60_000 }) } }));
@@ -64,51 +78,70 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   const now = fnOption<() => number>(o, 'now', Date.now);
 
   const entries = new Map<string, Entry>();
-  const byOwner = new Map<string, string[]>();
+  const owners = new Map<string, Owner>();
+  let oldest: Entry | null = null;
+  let newest: Entry | null = null;
   let bytes = 0;
 
-  function drop(id: string, e: Entry): void {
-    entries.delete(id);
+  function drop(e: Entry): void {
+    entries.delete(e.id);
     e.profile = null;
     e.summary = null;
     bytes -= e.bytes;
-    const ids = byOwner.get(e.owner)!;
-    // Eviction is oldest-first everywhere, so this owner's oldest id is the one going.
-    if (ids[0] === id) ids.shift();
-    else ids.splice(ids.indexOf(id), 1);
-    if (ids.length === 0) byOwner.delete(e.owner);
+    if (e.older === null) oldest = e.newer;
+    else e.older.newer = e.newer;
+    if (e.newer === null) newest = e.older;
+    else e.newer.older = e.older;
+    const o = e.owner;
+    if (e.ownOlder === null) o.oldest = e.ownNewer;
+    else e.ownOlder.ownNewer = e.ownNewer;
+    if (e.ownNewer === null) o.newest = e.ownOlder;
+    else e.ownNewer.ownOlder = e.ownOlder;
+    if (o.newest === null) owners.delete(o.key);
+    // Cut loose, so a dropped entry that something still reaches keeps no neighbour alive.
+    e.older = e.newer = e.ownOlder = e.ownNewer = null;
   }
 
   function expire(t: number): void {
-    for (const [id, e] of entries) {
-      if (t - e.savedAt < maxAgeMs) return;
-      drop(id, e);
-    }
+    while (oldest !== null && t - oldest.savedAt >= maxAgeMs) drop(oldest);
   }
 
   function live(owner: string, id: string, t: number): Entry | undefined {
     const e = entries.get(id);
-    return e !== undefined && e.owner === owner && t - e.savedAt < maxAgeMs ? e : undefined;
+    return e !== undefined && e.owner.key === owner && t - e.savedAt < maxAgeMs ? e : undefined;
   }
 
-  return {
-    async save(owner, profile) {
-      const t = now();
-      const size = (profile as { [SEALED]?: true })[SEALED] === true ? profileBytes(profile) : jsonBytes(profile);
-      if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
-      const old = entries.get(profile.id);
-      if (old !== undefined) drop(profile.id, old);
-      expire(t);
-      while (entries.size >= maxCount || bytes + size > maxBytes) {
-        const first = entries.entries().next().value!;
-        drop(first[0], first[1]);
-      }
-      entries.set(profile.id, { owner, profile, bytes: size, savedAt: t, summary: null });
-      bytes += size;
-      const ids = byOwner.get(owner);
-      if (ids === undefined) byOwner.set(owner, [profile.id]);
-      else ids.push(profile.id);
-    },
+  /** The save itself, synchronous; `size` is the profile's JSON size in bytes. */
+  function put(owner: string, profile: ProfileJSON, size: number): void {
+    const t = now();
+    if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
+    const old = entries.get(profile.id);
+    if (old !== undefined) drop(old);
+    expire(t);
+    while (oldest !== null && (entries.size >= maxCount || bytes + size > maxBytes)) drop(oldest);
+    let o = owners.get(owner);
+    if (o === undefined) {
+      o = { key: owner, newest: null, oldest: null };
+      owners.set(owner, o);
+    }
+    const e: Entry = { id: profile.id, owner: o, profile, bytes: size, savedAt: t, summary: null, older: newest, newer: null, ownOlder: o.newest, ownNewer: null };
+    if (newest === null) oldest = e;
+    else newest.newer = e;
+    newest = e;
+    if (o.newest === null) o.oldest = e;
+    else o.newest.ownNewer = e;
+    o.newest = e;
+    entries.set(profile.id, e);
+    bytes += size;
+  }
+
+  async function save(owner: string, profile: ProfileJSON): Promise<void> {
+    put(owner, profile, jsonBytes(profile));
+  }
+
+  const store: ProfileStore & { stats(): MemoryStoreStats } & SealedSave = {
+    save,
+    [SAVE_SEALED]: { save, put: (owner, profile) => put(owner, profile, profileBytes(profile)) },
     async get(owner, id) {
       if (!UUID.test(id)) return undefined;
       const e = live(owner, id, now());
@@ -117,11 +150,8 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     async list(owner, limit) {
       const t = now();
       expire(t);
-      const ids = byOwner.get(owner);
       const out: ProfileSummary[] = [];
-      if (ids === undefined) return out;
-      for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) {
-        const e = entries.get(ids[i]!)!;
+      for (let e = owners.get(owner)?.newest ?? null; e !== null && out.length < limit; e = e.ownOlder) {
         const s = (e.summary ??= summarize(e.profile!, e.savedAt));
         out.push({ ...s, flags: s.flags.slice() });
       }
@@ -132,4 +162,5 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
       return { count: entries.size, bytes };
     },
   };
+  return store;
 }

@@ -41,6 +41,25 @@ export interface ProfileStore {
   list(owner: string, limit: number): Promise<ProfileSummary[]>;
 }
 
+/**
+ * @internal How miniprof saves a profile it sealed itself, where the store offers it (the memory
+ * store): synchronously, and sized field by field (`profileBytes`), since such a tree has only the
+ * fields miniprof writes. `save` is for everything else: its promise, and the `catch` the caller
+ * must put on it, were two more promises per developer request, each paying the promise hooks
+ * (bench/RESULTS.md Run 9). A symbol private to this copy of miniprof.
+ */
+export const SAVE_SEALED: unique symbol = Symbol('miniprof.saveSealed');
+
+/** @internal */
+export interface SealedSave {
+  [SAVE_SEALED]: {
+    /** The store's own `save`: the fast path is taken only while `store.save` is still this. */
+    readonly save: ProfileStore['save'];
+    /** Throws what `save` would reject with. */
+    put(owner: string, profile: ProfileJSON): void;
+  };
+}
+
 /** Profile ids are `crypto.randomUUID()`; anything else cannot be one of ours. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
