@@ -2,7 +2,9 @@ import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { jsonBytes, jsonCopy, profileBytes } from '../src/json.js';
 import { step, timing, withProfile } from '../src/index.js';
-import type { ProfileJSON } from '../src/profile.js';
+import { closeProfile, runInProfile } from '../src/context.js';
+import { resolveCore } from '../src/options.js';
+import { Profile, type ProfileJSON } from '../src/profile.js';
 
 /** Strings that exercise every escaping and UTF-8 width: quotes, controls, DEL, 2-, 3- and 4-byte characters, lone surrogates. */
 const text = fc.oneof(
@@ -142,19 +144,41 @@ async function run(nodes: Plan[], parallel: boolean): Promise<void> {
 }
 
 describe('profileBytes', () => {
-  test('equals the UTF-8 length of JSON.stringify for any profile miniprof seals', async () => {
+  test('equals the UTF-8 length of JSON.stringify for any profile miniprof seals, as an adapter makes it', async () => {
+    const outcome = fc.record({ status: fc.option(fc.integer({ min: 100, max: 599 })), aborted: fc.boolean(), freeze: fc.boolean(), loopMs: fc.option(fc.integer({ min: 0, max: 90_000 })) });
     await fc.assert(
-      fc.asyncProperty(plan, fc.array(fc.integer({ min: 0, max: 40_000 }), { minLength: 1, maxLength: 16 }), fc.integer({ min: 1, max: 30 }), async (nodes, steps, maxSteps) => {
+      fc.asyncProperty(plan, fc.array(fc.integer({ min: 0, max: 40_000 }), { minLength: 1, maxLength: 16 }), fc.integer({ min: 1, max: 30 }), text, outcome, async (nodes, steps, maxSteps, path, end) => {
         // An injected clock (ms) moving by the given microsecond steps: blocking, parallelism and
         // every number length occur.
         let t = 0;
         let i = 0;
         const clock = () => (t += steps[i++ % steps.length]! / 1000);
-        const { profile } = await withProfile('plan', () => run(nodes, true), { clock, now: () => 1.7e12, blockingMs: 5, maxSteps });
-        const json = (profile as unknown as { data(): ProfileJSON }).data();
+        const cfg = resolveCore({ clock, now: () => 1.7e12, blockingMs: 5, maxSteps, machine: `m ${path}`.slice(0, 200) });
+        // What ProfiledResponse does: a request, maybe a freeze at the body, the outcome, the seal.
+        const profile = new Profile(`GET ${path}`, cfg, { method: 'GET', path });
+        await runInProfile(profile, () => run(nodes, true));
+        if (end.freeze) profile.freeze();
+        if (end.status !== null) profile.request!.status = end.status;
+        if (end.aborted) profile.request!.aborted = true;
+        if (end.loopMs !== null) profile.loopDelayMs = end.loopMs / 10;
+        closeProfile(profile);
+        const json = profile.data();
         expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
       }),
       { numRuns: 400 },
     );
+  });
+
+  test('a withProfile profile with custom timings, similar groups, dropped steps and odd names', async () => {
+    const { profile } = await withProfile('nightly "job"', async () => {
+      for (let n = 0; n < 3; n++) await timing('sql', `select * from t where id = ${n}`, async () => n);
+      timing('sql', 'select 1', () => 1);
+      timing('sql', 'select 1', () => 1);
+      step('☕ \u2028 </script>', () => 1);
+    }, { maxSteps: 4 });
+    const json = (profile as unknown as { data(): ProfileJSON }).data();
+    expect(json.similar).toBeDefined();
+    expect(json.droppedSteps).toBeGreaterThan(0);
+    expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
   });
 });
