@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { memoryStore, step, withProfile, type ProfileJSON } from '../src/index.js';
+import { memoryStore, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
 import { saveProfile } from '../src/results/save.js';
 import { sampleProfile, storeConformance } from './store-conformance.js';
 
@@ -101,6 +101,28 @@ test('miniprof’s own save of a sealed profile is synchronous and sized exactly
   expect(faults).toHaveLength(1);
   expect(faults[0]).toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
   expect(await store.get('a', p.id)).toEqual(p);
+});
+
+test('a profile saved by miniprof comes back whole, as a copy that shares nothing with what is kept', async () => {
+  const store = memoryStore();
+  const { profile } = await withProfile('GET /sql', async () => {
+    await step('load', async () => {
+      timing('sql', 'select 1', () => 1);
+      timing('sql', 'select 1', () => 1);
+    });
+    step('dropped', () => 1);
+  }, { maxSteps: 3 });
+  const p = (profile as unknown as { data(): ProfileJSON }).data();
+  const text = JSON.stringify(p);
+  saveProfile(store, 'a', p, () => {});
+  const got = (await store.get('a', p.id))!;
+  expect(JSON.stringify(got)).toBe(text);
+  got.root.children[0]!.custom![0]!.command = 'changed';
+  got.customSummary![0]!.count = 99;
+  got.warnings.push('changed');
+  got.root.children.pop();
+  expect(JSON.stringify(await store.get('a', p.id))).toBe(text);
+  expect((await store.list('a', 1))[0]).toMatchObject({ id: p.id, steps: 1, custom: 2, flags: ['dropped', 'duplicates', 'n+1'] });
 });
 
 test('a store whose save was replaced (a spread with its own save) sees every save', async () => {
