@@ -68,8 +68,6 @@ class Hook {
   emit: IncomingMessage['emit'] | null = null;
   /** Our headers were written: at the first writeHead only, as on-headers fires once. */
   headersDone = false;
-  /** 'finish' fired (light-my-request, behind `inject`, never sets `writableFinished`). */
-  finished = false;
 
   constructor(state: ProfiledResponse, req: IncomingMessage, reply: FastifyReply) {
     this.state = state;
@@ -143,14 +141,16 @@ function writeHeadWithTiming(this: ServerResponse & Hooked): ServerResponse {
   return writeHeadWith(h.state, this, arguments, h.writeHead);
 }
 
-function onFinish(this: ServerResponse & Hooked): void {
+/**
+ * Finished or aborted, judged at close. A real response is finished once flushed
+ * (`writableFinished`). light-my-request's (behind `inject`) never sets that: it ends, emits
+ * 'finish' and closes at once, so for it ended is finished. Judged here rather than by a 'finish'
+ * listener of our own: a second 'finish' listener beside Node's cost ~6,000 instructions per
+ * developer request (bench/RESULTS.md Run 9).
+ */
+function onClose(this: ServerResponse & Hooked & { _lightMyRequest?: unknown }): void {
   const h = this[HOOK];
-  if (h !== undefined) h.finished = true;
-}
-
-function onClose(this: ServerResponse & Hooked): void {
-  const h = this[HOOK];
-  if (h !== undefined) h.state.finish(this, h.finished || this.writableFinished);
+  if (h !== undefined) h.state.finish(this, this.writableFinished || (this.writableEnded && this._lightMyRequest !== undefined));
 }
 
 function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, owner: string): Hook {
@@ -163,7 +163,6 @@ function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, re
   reply.send = sendWithComment;
   reply.hijack = hijackReply;
   raw.writeHead = writeHeadWithTiming as ServerResponse['writeHead'];
-  raw.once('finish', onFinish);
   raw.once('close', onClose);
   return hook;
 }
