@@ -79,7 +79,11 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     } else {
       HOOKS.set(res, { state, endWith, headersDone: false });
     }
-    res.once('close', () => {
+    // `on`, not `once`: 'close' comes once, and once()'s wrapper (a bound function, then a
+    // removeListener on this `res`, whose hidden class Express makes new per request) cost
+    // ~19,000-25,000 instructions per developer request (bench/RESULTS.md Run 9). A second
+    // 'close', should anything emit one, finds the profile sealed.
+    res.on('close', () => {
       // Not left to the GC: a WeakMap entry kept until then got the whole request promoted to the
       // old generation (old-space growth per Express developer request ~15,000 -> ~11,900 bytes,
       // Express alone ~11,600; bench/RESULTS.md Run 8).

@@ -15,7 +15,7 @@ import type { Express, NextFunction, Request, RequestHandler, Response } from 'e
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
 import { als, openProfiles } from '../src/context.js';
-import { currentProfile, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { closeServers, get, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
 const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
@@ -982,6 +982,32 @@ describe.each([
       expect(json.root.children[0]!.unfinished).toBe(true);
       // Sealed means frozen: the late step and the late send changed nothing.
       expect(seen[0]!.profile.toJSON()).toEqual(json);
+    });
+
+    it("a second 'close' on a developer response changes nothing: sealed once, saved once, nothing reported", async () => {
+      const saved: string[] = [];
+      const inner = memoryStore();
+      const store = { ...inner, save: async (owner: string, p: ProfileJSON) => (saved.push(p.id), inner.save(owner, p)) };
+      let closes = 0;
+      const port = await start([mp({ results: { store } })], (app) =>
+        app.get('/twice', (_req, res) => {
+          res.on('close', () => {
+            // Someone emits 'close' again after the real one.
+            if (++closes === 1) setImmediate(() => res.emit('close'));
+          });
+          res.type('html').send(PAGE);
+        }),
+      );
+      const r = await raw(port, { path: '/twice' });
+      expect(r.status).toBe(200);
+      await waitFor(() => closes === 2, 3000, 'the second close');
+      await tick();
+      const json = await sealed(seen[0]);
+      expect(seen[0]!.seals).toBe(1);
+      expect(saved).toEqual([json.id]);
+      expect(json.request).toEqual({ method: 'GET', path: '/twice', status: 200 });
+      expect(await inner.get("peer:127.0.0.1", json.id)).toEqual(json);
+      expect(faults).toEqual([]);
     });
 
     it.each([
