@@ -63,13 +63,9 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     stripConditionals(req.headers);
     const base = sharedBase(res);
     if (base === null) {
-      // Own wrappers, as compression() must run after ours. The same header handling as the
-      // shared writeHead (writeHeadWith), once, at the first writeHead.
+      // Own wrappers, as compression() must run after ours, with the shared header handling.
       const head = res.writeHead as ResMethod;
-      let headersDone = false;
       res.writeHead = function (this: ServerResponse) {
-        if (headersDone) return head.apply(this, arguments as unknown as unknown[]);
-        headersDone = true;
         return writeHeadWith(state, this, arguments, head);
       } as ServerResponse['writeHead'];
       const end = res.end as ResMethod;
@@ -77,7 +73,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
         return endWith(state, this, arguments, end);
       } as End;
     } else {
-      HOOKS.set(res, { state, endWith, headersDone: false });
+      HOOKS.set(res, { state, endWith });
     }
     // `on`, not `once`: 'close' comes once, and once()'s wrapper (a bound function, then a
     // removeListener on this `res`, whose hidden class Express makes new per request) cost
@@ -157,8 +153,6 @@ function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments,
 interface Hooked {
   state: ProfiledResponse;
   endWith: typeof endWith;
-  /** Our headers were written (at the first writeHead, as on-headers fires once). */
-  headersDone: boolean;
 }
 
 const SHARED = globalThis as Record<symbol, unknown>;
@@ -202,9 +196,7 @@ function install(base: Base): void {
     writeHead(this: ServerResponse) {
       const head = ownHead ?? up.writeHead;
       const h = HOOKS.get(this);
-      if (h === undefined || h.headersDone) return head.apply(this, arguments as unknown as unknown[]);
-      h.headersDone = true;
-      return writeHeadWith(h.state, this, arguments, head);
+      return h === undefined ? head.apply(this, arguments as unknown as unknown[]) : writeHeadWith(h.state, this, arguments, head);
     },
   };
   Object.defineProperty(base, 'end', { value: methods.end, writable: true, configurable: true, enumerable: false });

@@ -66,8 +66,6 @@ class Hook {
   /** Set by `enter`, inside the profile. */
   root: TimingNode | null = null;
   emit: IncomingMessage['emit'] | null = null;
-  /** Our headers were written: at the first writeHead only, as on-headers fires once. */
-  headersDone = false;
 
   constructor(state: ProfiledResponse, req: IncomingMessage, reply: FastifyReply) {
     this.state = state;
@@ -136,8 +134,6 @@ function hijackReply(this: FastifyReply & Hooked): FastifyReply {
 function writeHeadWithTiming(this: ServerResponse & Hooked): ServerResponse {
   const h = this[HOOK];
   if (h === undefined) return inherited<ResMethod>(this, 'writeHead').apply(this, arguments as unknown as unknown[]);
-  if (h.headersDone) return h.writeHead.apply(this, arguments as unknown as unknown[]);
-  h.headersDone = true;
   return writeHeadWith(h.state, this, arguments, h.writeHead);
 }
 

@@ -817,6 +817,29 @@ describe.each([
         if (body !== PAGE) expect(withoutComment(body)).toBe(PAGE);
       });
 
+      it('C4: a second writeHead reaches Node as it would without miniprof: its error, our headers once, nothing reported', async () => {
+        let second: unknown;
+        const app = (a_: Express) =>
+          a_.get('/twice', (_req, res) => {
+            res.writeHead(200, { 'Content-Type': 'text/html' });
+            try {
+              res.writeHead(500, { 'X-Late': '1' });
+            } catch (err) {
+              second = err;
+            }
+            res.end(PAGE);
+          });
+        const port = await start([mp()], app);
+        const r = await raw(port, { path: '/twice' });
+        expect(r.status).toBe(200);
+        expect((second as { code?: string }).code).toBe('ERR_HTTP_HEADERS_SENT');
+        expect(header(r, 'server-timing')).toBe('total;dur=0.0');
+        expect(header(r, 'x-late')).toBeUndefined();
+        // The profile records the status that was sent, not the one the failed call tried.
+        expect((await sealed(seen[0])).request).toEqual({ method: 'GET', path: '/twice', status: 200 });
+        expect(faults).toEqual([]);
+      });
+
       it('C4: writeHead(200, obj) over headers set before, any case: obj wins as in Node, and a shared obj is not changed', async () => {
         const SHARED = Object.freeze({
           'content-TYPE': 'text/html',

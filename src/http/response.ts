@@ -38,6 +38,8 @@ export class ProfiledResponse implements Expiring {
   private frozen: ProfileJSON | null = null;
   /** Set for Fastify's `reply.hijack()`: the app writes the raw response itself. */
   hijacked = false;
+  /** Our headers were written: by writeHeadWith, at the first writeHead only. */
+  headersWritten = false;
 
   /** Whose profile this is, for the store; undefined when results are off. */
   private readonly owner: string | undefined;

@@ -5,10 +5,10 @@ import type { ProfiledResponse } from './response.js';
 export type ResMethod = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
 /**
- * The first writeHead of a developer's response, as on-headers does it: headers passed to
- * writeHead become the response's own first (so ours merge with them rather than being
+ * A developer's response's writeHead, as on-headers does it: at the first call only, headers
+ * passed to writeHead become the response's own first (so ours merge with them rather than being
  * overwritten), then ours, then `head` (the writeHead the app would have reached) with the status
- * (and reason) only.
+ * (and reason) only. Later calls go straight to `head`, as on-headers fired once.
  *
  * Not on-headers itself: it puts a new closure on each response, and a per-request closure kept
  * in a property of `res` got everything of the request promoted to the old generation (see
@@ -16,6 +16,8 @@ export type ResMethod = (this: ServerResponse, ...args: unknown[]) => ServerResp
  * more per Express developer request (bench/instructions, `open` row, twice).
  */
 export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args: IArguments, head: ResMethod): ServerResponse {
+  if (state.headersWritten) return head.apply(res, args as unknown as unknown[]);
+  state.headersWritten = true;
   const n = args.length;
   const at = n > 1 && typeof args[1] === 'string' ? 2 : 1;
   const given: unknown = n > at ? args[at] : undefined;
