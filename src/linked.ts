@@ -29,6 +29,11 @@ export class LinkedSet<T extends Linked> implements Linked {
     return item.nextLink !== null;
   }
 
+  /** The oldest item, or null when the set is empty; no iterator made. */
+  first(): T | null {
+    return this.nextLink === this ? null : (this.nextLink as T);
+  }
+
   /** Appends `item`; false if it was in the set already. */
   add(item: T): boolean {
     if (item.nextLink !== null) return false;

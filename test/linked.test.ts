@@ -47,7 +47,7 @@ describe('LinkedSet', () => {
     expect(ids(s)).toEqual([1, 3, 5]);
   });
 
-  it('behaves as a Set under any sequence of adds and deletes', () => {
+  it('behaves as a Set under any sequence of adds and deletes, first() its oldest item', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 7 })), { maxLength: 60 }), (ops) => {
         const items = Array.from({ length: 8 }, (_, n) => new Item(n));
@@ -61,6 +61,7 @@ describe('LinkedSet', () => {
           else model.delete(it);
           expect(s.size).toBe(model.size);
           for (const i of items) expect(s.has(i)).toBe(model.has(i));
+          expect(s.first()).toBe(model.values().next().value ?? null);
         }
         expect([...s]).toEqual([...model]);
       }),

@@ -1,5 +1,6 @@
 import { codedError } from '../errors.js';
 import { jsonBytes, jsonCopy, profileBytes } from '../json.js';
+import { LinkedSet, type Linked } from '../linked.js';
 import { checkObject, fnOption, intOption } from '../options.js';
 import type { ProfileJSON } from '../profile.js';
 import { SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
@@ -19,7 +20,7 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
-interface Entry {
+interface Entry extends Linked {
   readonly id: string;
   readonly owner: Owner;
   /**
@@ -33,18 +34,18 @@ interface Entry {
   readonly savedAt: number;
   /** Made at the first `list` that shows it: most saved profiles are never listed. */
   summary: ProfileSummary | null;
-  /** Neighbours in save order over all owners, and within the owner's own list. */
-  older: Entry | null;
-  newer: Entry | null;
+  /**
+   * Neighbours within the owner's own list. Save order over all owners is the LinkedSet's links
+   * (`prevLink`/`nextLink`); an item has one pair of those, so the owner's list has its own.
+   */
   ownOlder: Entry | null;
   ownNewer: Entry | null;
 }
 
-/** One developer's profiles, newest last; the owner's Map entry goes with the last of them. */
+/** One developer's profiles, walked from the newest; the owner's Map entry goes with the last. */
 interface Owner {
   readonly key: string;
   newest: Entry | null;
-  oldest: Entry | null;
 }
 
 /** The store's size right now (expired entries are dropped first). */
@@ -62,8 +63,8 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
  * part of miniprof. So the caller must not change a profile after saving it (miniprof never
  * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
  *
- * Entries are linked in save order, over all owners and per owner, so the oldest is always at
- * hand: eviction, expiry and a list cost no iterator, no array and no search. Maps serve only the
+ * Entries are linked in save order, over all owners (a LinkedSet) and per owner, so the oldest is
+ * always at hand: eviction, expiry and a list cost no iterator, no array and no search. Maps serve only the
  * lookups by id and by owner. No timer runs: expired entries go on the next call, and the count
  * bound caps what can wait until then.
  *
@@ -79,8 +80,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
 
   const entries = new Map<string, Entry>();
   const owners = new Map<string, Owner>();
-  let oldest: Entry | null = null;
-  let newest: Entry | null = null;
+  const order = new LinkedSet<Entry>();
   let bytes = 0;
 
   function drop(e: Entry): void {
@@ -88,22 +88,18 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     e.profile = null;
     e.summary = null;
     bytes -= e.bytes;
-    if (e.older === null) oldest = e.newer;
-    else e.older.newer = e.newer;
-    if (e.newer === null) newest = e.older;
-    else e.newer.older = e.older;
+    order.delete(e);
     const o = e.owner;
-    if (e.ownOlder === null) o.oldest = e.ownNewer;
-    else e.ownOlder.ownNewer = e.ownNewer;
+    if (e.ownOlder !== null) e.ownOlder.ownNewer = e.ownNewer;
     if (e.ownNewer === null) o.newest = e.ownOlder;
     else e.ownNewer.ownOlder = e.ownOlder;
     if (o.newest === null) owners.delete(o.key);
     // Cut loose, so a dropped entry that something still reaches keeps no neighbour alive.
-    e.older = e.newer = e.ownOlder = e.ownNewer = null;
+    e.ownOlder = e.ownNewer = null;
   }
 
   function expire(t: number): void {
-    while (oldest !== null && t - oldest.savedAt >= maxAgeMs) drop(oldest);
+    for (let e = order.first(); e !== null && t - e.savedAt >= maxAgeMs; e = order.first()) drop(e);
   }
 
   function live(owner: string, id: string, t: number): Entry | undefined {
@@ -118,18 +114,15 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     const old = entries.get(profile.id);
     if (old !== undefined) drop(old);
     expire(t);
-    while (oldest !== null && (entries.size >= maxCount || bytes + size > maxBytes)) drop(oldest);
+    for (let e = order.first(); e !== null && (order.size >= maxCount || bytes + size > maxBytes); e = order.first()) drop(e);
     let o = owners.get(owner);
     if (o === undefined) {
-      o = { key: owner, newest: null, oldest: null };
+      o = { key: owner, newest: null };
       owners.set(owner, o);
     }
-    const e: Entry = { id: profile.id, owner: o, profile, bytes: size, savedAt: t, summary: null, older: newest, newer: null, ownOlder: o.newest, ownNewer: null };
-    if (newest === null) oldest = e;
-    else newest.newer = e;
-    newest = e;
-    if (o.newest === null) o.oldest = e;
-    else o.newest.ownNewer = e;
+    const e: Entry = { id: profile.id, owner: o, profile, bytes: size, savedAt: t, summary: null, prevLink: null, nextLink: null, ownOlder: o.newest, ownNewer: null };
+    order.add(e);
+    if (o.newest !== null) o.newest.ownNewer = e;
     o.newest = e;
     entries.set(profile.id, e);
     bytes += size;
