@@ -10,7 +10,8 @@
 // process); HTTP servers pinned to CPU 0 and autocannon to CPU 1 (taskset), each configuration
 // paired with a no-profiler server of the same framework in interleaved slices, ratio per pair,
 // median over rounds.
-import { execFileSync, fork, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { slice as measure, startLoader, startServer, taskset } from './http/children.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -41,8 +42,6 @@ if (nodes.length === 0) {
   if (!flag('--no-node24') && existsSync(n24)) nodes.push(n24);
 }
 const versionOf = (bin) => execFileSync(bin, ['-v']).toString().trim();
-const taskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
-const pinned = (cpu, bin, args) => (taskset ? ['taskset', ['-c', String(cpu), bin, ...args]] : [bin, args]);
 
 const median = (xs) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
@@ -102,28 +101,6 @@ for (const [fw, configs] of Object.entries(HTTP_ALL)) {
   }
 }
 
-function startChild(cpu, bin, script, args) {
-  const [cmd, cargs] = pinned(cpu, bin, [script, ...args]);
-  // fork(modulePath, args, {execPath, execArgv}) runs `execPath ...execArgv modulePath ...args`.
-  const cp = fork(script, args, {
-    execPath: cmd,
-    execArgv: cmd === bin ? [] : cargs.slice(0, cargs.length - 1 - args.length),
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    cp.once('message', (m) => resolve({ cp, first: m }));
-    cp.once('exit', (code) => reject(new Error(`${script} ${args.join(' ')} exited with ${code}`)));
-  });
-}
-
-function ask(cp, msg) {
-  return new Promise((resolve) => {
-    cp.once('message', resolve);
-    cp.send(msg);
-  });
-}
-
 async function check(framework, config, port) {
   const res = await fetch(`http://127.0.0.1:${port}/`);
   const body = await res.text();
@@ -135,26 +112,21 @@ async function check(framework, config, port) {
 }
 
 async function http(bin) {
-  const loader = (await startChild(1, process.execPath, join(here, 'http/load.js'), [])).cp;
+  const loader = (await startLoader()).cp;
   const results = {};
   const samples = {};
   try {
     for (const [framework, configs] of Object.entries(HTTP)) {
       const servers = {};
       for (const config of ['none', ...configs]) {
-        const { cp, first } = await startChild(0, bin, join(here, 'http/server.js'), [framework, config]);
+        const { cp, first } = await startServer(bin, framework, config);
         servers[config] = { cp, port: first.port };
         const comment = await check(framework, config, first.port);
         if (comment !== undefined) samples[framework] = comment;
       }
       const slot = async (config) => {
         const s = servers[config];
-        const a = await ask(s.cp, { cmd: 'stats' });
-        const r = await ask(loader, { url: `http://127.0.0.1:${s.port}/`, seconds: slice, connections });
-        const b = await ask(s.cp, { cmd: 'stats' });
-        const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
-        const n = Math.max(1, b.requests - a.requests);
-        return { ...r, cpuUs: cpu / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
+        return measure(s.cp, s.port, loader, slice, connections);
       };
       log(`http ${versionOf(bin)} ${framework}: warm-up`);
       for (const config of ['none', ...configs]) await slot(config);

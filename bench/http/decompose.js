@@ -1,12 +1,12 @@
 // `node bench/http/decompose.js <express|fastify> [rounds]`: where a developer request's server
-// CPU goes, part by part. One bench server per row, all started at once; autocannon (50
-// connections, 2 s slices, SLICE=seconds to change) loads them in turn, round after round, and
+// CPU goes, part by part. One bench server per row, all started at once and pinned to CPU 0, the
+// autocannon loader on CPU 1 (bench/http/children.js, as bench/run.js does); it loads them in turn
+// (50 connections, 2 s slices, SLICE=seconds to change), round after round, and
 // each row is the median CPU µs per request over the rounds, with its difference from the first
 // (no profiler). On this shared VM a row moves by about ±5 µs between runs: compare rows of one
 // run. Needs `npm run build` (MINIPROF_BENCH_DIST for another build).
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
+import { slice, startLoader, startServer } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
@@ -23,29 +23,16 @@ const ROWS = [
   ['+ the results store (the default developer request)', 'dev', {}],
 ];
 
+const loader = (await startLoader()).cp;
 const servers = [];
 for (const [label, config, opts, extra = {}] of ROWS) {
-  const cp = fork(fileURLToPath(new URL('./server.js', import.meta.url)), [framework, config], {
-    env: { ...process.env, MP_OPTS: JSON.stringify(opts), ...extra.env },
-    execArgv: extra.execArgv ?? [],
-  });
-  const { port } = await new Promise((resolve) => cp.once('message', resolve));
-  servers.push({ label, cp, port, cpu: [] });
+  const { cp, first } = await startServer(process.execPath, framework, config, { env: { MP_OPTS: JSON.stringify(opts), ...extra.env }, execArgv: extra.execArgv });
+  servers.push({ label, cp, port: first.port, cpu: [] });
 }
-const stats = (cp) =>
-  new Promise((resolve) => {
-    cp.once('message', resolve);
-    cp.send({ cmd: 'stats' });
-  });
-const load = (port, duration) => autocannon({ url: `http://127.0.0.1:${port}/`, connections: 50, duration });
-for (const s of servers) await load(s.port, 1);
+const seconds = Number(process.env.SLICE ?? 2);
+for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
 for (let r = 0; r < Number(rounds); r++) {
-  for (const s of servers) {
-    const a = await stats(s.cp);
-    await load(s.port, Number(process.env.SLICE ?? 2));
-    const b = await stats(s.cp);
-    s.cpu.push((b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system) / (b.requests - a.requests));
-  }
+  for (const s of servers) s.cpu.push((await slice(s.cp, s.port, loader, seconds, 50)).cpuUs);
 }
 const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 const base = median(servers[0].cpu);
@@ -56,3 +43,4 @@ for (const s of servers) {
   console.log(`| ${s.label} | ${m.toFixed(1)} | ${s === servers[0] ? '' : `+${(m - base).toFixed(1)}`} | ${s.cpu.map((x) => x.toFixed(0)).join(' ')} |`);
   s.cp.send({ cmd: 'exit' });
 }
+loader.send({ cmd: 'exit' });

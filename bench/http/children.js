@@ -1,0 +1,51 @@
+// The HTTP bench's processes, shared by bench/run.js and bench/http/decompose.js: bench servers
+// (bench/http/server.js) pinned to CPU 0 and the autocannon loader (bench/http/load.js) pinned to
+// CPU 1 where `taskset` exists, and one measured slice of load against one server.
+import { fork, spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '../..');
+
+export const taskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+
+/**
+ * Fork `script` on `cpu` with the node binary `bin`; resolves `{cp, first}` once its first IPC
+ * message (a server's port, the loader's ready) arrives. `env` is added to this process's
+ * environment; `execArgv` are node flags.
+ */
+export function startChild(cpu, bin, script, args, { env, execArgv = [] } = {}) {
+  // fork(modulePath, args, {execPath, execArgv}) runs `execPath ...execArgv modulePath ...args`.
+  const cp = fork(script, args, {
+    execPath: taskset ? 'taskset' : bin,
+    execArgv: taskset ? ['-c', String(cpu), bin, ...execArgv] : execArgv,
+    cwd: root,
+    env: env === undefined ? process.env : { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    cp.once('message', (m) => resolve({ cp, first: m }));
+    cp.once('exit', (code) => reject(new Error(`${script} ${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+export const startServer = (bin, framework, config, options) => startChild(0, bin, join(here, 'server.js'), [framework, config], options);
+export const startLoader = () => startChild(1, process.execPath, join(here, 'load.js'), []);
+
+export function ask(cp, msg) {
+  return new Promise((resolve) => {
+    cp.once('message', resolve);
+    cp.send(msg);
+  });
+}
+
+/** One slice of load against `port`: the loader's numbers, and the server's CPU and GC pauses per request. */
+export async function slice(server, port, loader, seconds, connections) {
+  const a = await ask(server, { cmd: 'stats' });
+  const r = await ask(loader, { url: `http://127.0.0.1:${port}/`, seconds, connections });
+  const b = await ask(server, { cmd: 'stats' });
+  const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
+  const n = Math.max(1, b.requests - a.requests);
+  return { ...r, cpuUs: cpu / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
+}
