@@ -89,7 +89,7 @@ function micro(bin) {
 
 // ---------------------------------------------------------------- http
 
-const HTTP_ALL = { express: ['nondev', 'dev', 'otel'], fastify: ['hook', 'nondev', 'dev', 'otel'] };
+const HTTP_ALL = { express: ['nondev', 'dev', 'otel', 'otel-view'], fastify: ['hook', 'nondev', 'dev', 'otel', 'otel-view'] };
 // --only express:dev,fastify runs a subset (for quick checks while optimising).
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
 const HTTP = {};
@@ -106,7 +106,8 @@ async function check(framework, config, port) {
   const body = await res.text();
   const st = res.headers.get('server-timing');
   const comment = body.includes('<!--');
-  const ok = res.status === 200 && body.includes('</body>') && (config === 'dev' ? comment && st !== null : !comment && st === null);
+  const shows = config === 'dev' || config === 'otel-view';
+  const ok = res.status === 200 && body.includes('</body>') && (shows ? comment && st !== null : !comment && st === null);
   if (!ok) throw new Error(`${framework}/${config}: unexpected response (status ${res.status}, comment ${comment}, Server-Timing ${st})`);
   return config === 'dev' ? body.slice(body.indexOf('<!--')) : undefined;
 }
@@ -180,6 +181,8 @@ async function http(bin) {
     const dev = configs.dev;
     const otel = configs.otel;
     if (dev && otel) summary[framework].devVsOtel = median(dev.map((d, i) => d.ratio / otel[i].ratio));
+    const view = configs['otel-view'];
+    if (dev && view) summary[framework].devVsOtelView = median(dev.map((d, i) => d.ratio / view[i].ratio));
   }
   return { summary, samples, raw: results };
 }
@@ -275,8 +278,11 @@ function budget(m, h) {
     if (!skip(fy.nondev)) add('Fastify, non-developer request', `x${f(fy.nondev.ratio, 3)} (empty onRequest hook: x${f(fy.hook?.ratio, 3)})`, '>= x0.95', fy.nondev.ratio >= 0.95);
     if (!skip(e.dev)) add('Express, developer request', `x${f(e.dev.ratio, 3)}`, '>= x0.92', e.dev.ratio >= 0.92);
     if (!skip(fy.dev)) add('Fastify, developer request', `x${f(fy.dev.ratio, 3)}`, '>= x0.80', fy.dev.ratio >= 0.8);
-    if (!skip(e.devVsOtel)) add('Express, developer request vs OTel-traced', `x${f(e.devVsOtel, 2)}`, '>= x1.5', e.devVsOtel >= 1.5);
-    if (!skip(fy.devVsOtel)) add('Fastify, developer request vs OTel-traced', `x${f(fy.devVsOtel, 2)}`, '>= x1.5', fy.devVsOtel >= 1.5);
+    if (!skip(e.devVsOtel)) add('Express, developer request vs OTel spans (no processor, shows nothing)', `x${f(e.devVsOtel, 2)}`, '>= x1.5', e.devVsOtel >= 1.5);
+    if (!skip(fy.devVsOtel)) add('Fastify, developer request vs OTel spans (no processor, shows nothing)', `x${f(fy.devVsOtel, 2)}`, '>= x1.5', fy.devVsOtel >= 1.5);
+    // The issue's OTel figures (0.58 / 0.36) were measured with spans collected and rendered.
+    if (!skip(e.devVsOtelView)) add('Express, developer request vs OTel showing the same view', `x${f(e.devVsOtelView, 2)}`, '>= x1.5', e.devVsOtelView >= 1.5);
+    if (!skip(fy.devVsOtelView)) add('Fastify, developer request vs OTel showing the same view', `x${f(fy.devVsOtelView, 2)}`, '>= x1.5', fy.devVsOtelView >= 1.5);
   }
   return ['| budget item | measured | target | |', '| --- | --- | --- | --- |', ...out, ''].join('\n');
 }
@@ -286,7 +292,8 @@ const CONFIG_NAMES = {
   hook: 'empty global onRequest hook (framework share)',
   nondev: 'miniprof installed, not a developer',
   dev: 'miniprof, developer request (comment + Server-Timing)',
-  otel: 'OpenTelemetry SDK: request span + a span per step',
+  otel: 'OpenTelemetry SDK: request span + a span per step, no processor (shows nothing)',
+  'otel-view': 'OpenTelemetry SDK, spans kept per request and rendered as comment + Server-Timing',
 };
 
 function httpTable(h) {
@@ -296,7 +303,7 @@ function httpTable(h) {
   ];
   for (const [framework, configs] of Object.entries(h.summary)) {
     for (const [config, s] of Object.entries(configs)) {
-      if (config === 'devVsOtel') continue;
+      if (config === 'devVsOtel' || config === 'devVsOtelView') continue;
       const range = s.ratioMin === undefined ? '' : ` (${f(s.ratioMin, 2)}-${f(s.ratioMax, 2)})`;
       lines.push(
         `| ${framework} | ${CONFIG_NAMES[config]} | ${fi(s.rps)} | ${f(s.ratio, 3)}${range} | ${f(s.p50, 0)} | ${f(s.p99, 0)} | ${f(s.cpuUs)} | ${f(s.cpuRatio, 2)} | ${f(s.gcUs)} |`,

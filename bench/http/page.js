@@ -32,15 +32,17 @@ export const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).
 
 /**
  * The page as every bench serves it: Express (ETags off) or Fastify on 127.0.0.1, a free port.
- * `install(app)` adds the profiler or tracer before the route. Resolves the http.Server.
+ * `install(app)` adds the profiler or tracer before the route. `view(html, setHeader)`, when
+ * given, returns the body to send and may set headers (the OTel configuration that renders its
+ * own comment and Server-Timing). Resolves the http.Server.
  */
-export async function servePage(framework, s, install = () => {}) {
+export async function servePage(framework, s, install = () => {}, view = undefined) {
   if (framework === 'express') {
     const { default: express } = await import('express');
     const app = express();
     app.set('etag', false);
     await install(app);
-    expressPage(app, s);
+    expressPage(app, s, view);
     return new Promise((resolve) => {
       const srv = app.listen(0, '127.0.0.1', () => resolve(srv));
     });
@@ -48,24 +50,24 @@ export async function servePage(framework, s, install = () => {}) {
   const { default: Fastify } = await import('fastify');
   const app = Fastify({ logger: false });
   await install(app);
-  fastifyPage(app, s);
+  fastifyPage(app, s, view);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app.server;
 }
 
 /** GET / serving the page, the same way in every bench that uses Fastify. */
-function fastifyPage(app, s) {
+function fastifyPage(app, s, view) {
   app.get('/', async (_request, reply) => {
     const html = await page(s);
     reply.type('text/html; charset=utf-8');
-    return html;
+    return view === undefined ? html : view(html, (k, v) => reply.header(k, v));
   });
 }
 
 /** GET / serving the page, the same way in every bench that uses Express. */
-function expressPage(app, s) {
+function expressPage(app, s, view) {
   app.get('/', (_req, res, next) => {
-    page(s).then((html) => res.type('html').send(html), next);
+    page(s).then((html) => res.type('html').send(view === undefined ? html : view(html, (k, v) => res.setHeader(k, v))), next);
   });
 }
 
@@ -95,4 +97,61 @@ export function otelStep(tracer) {
       span.end();
       return r;
     });
+}
+
+/**
+ * What it takes to see the same thing with OpenTelemetry: a span processor that keeps each
+ * request's ended spans (by trace), and a view that rebuilds the tree from `parentSpanContext`
+ * and renders it as a `Server-Timing` header (a metric per top-level span) and an HTML comment
+ * (a line per span). The peers' "OpenTelemetry" figures in the issue were measured this way
+ * (../shared/reference/performance.md: otel-sdk-collector). The rendering is minimal (names are
+ * made tokens, nothing else is escaped), so if anything it flatters OTel.
+ */
+export function otelCollector(api) {
+  const byTrace = new Map();
+  const processor = {
+    onStart() {},
+    onEnd(span) {
+      const id = span.spanContext().traceId;
+      // The request span ends last, after the view took the trace's spans: nothing to keep.
+      if (span.parentSpanContext === undefined) {
+        byTrace.delete(id);
+        return;
+      }
+      const spans = byTrace.get(id);
+      if (spans === undefined) byTrace.set(id, [span]);
+      else spans.push(span);
+    },
+    forceFlush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+  };
+  const ms = (d) => d[0] * 1e3 + d[1] / 1e6;
+  const view = (html, setHeader) => {
+    const root = api.trace.getActiveSpan();
+    if (root === undefined) return html;
+    const { traceId, spanId } = root.spanContext();
+    const spans = byTrace.get(traceId) ?? [];
+    byTrace.delete(traceId);
+    spans.sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+    const kids = new Map();
+    for (const sp of spans) {
+      const p = sp.parentSpanContext.spanId;
+      const list = kids.get(p);
+      if (list === undefined) kids.set(p, [sp]);
+      else list.push(sp);
+    }
+    const top = kids.get(spanId) ?? [];
+    const metrics = top.map((sp) => `${sp.name.replace(/[^A-Za-z0-9_-]/g, '_')};dur=${ms(sp.duration).toFixed(1)};desc="${sp.name}"`);
+    setHeader('Server-Timing', metrics.join(', '));
+    let text = '';
+    const walk = (id, depth) => {
+      for (const sp of kids.get(id) ?? []) {
+        text += `${'>'.repeat(depth)} ${sp.name} = ${ms(sp.duration).toFixed(1)}ms\n`;
+        walk(sp.spanContext().spanId, depth + 1);
+      }
+    };
+    walk(spanId, 1);
+    return html.replace('</body>', `</body><!--\n${root.name}\n${text}-->`);
+  };
+  return { processor, view };
 }

@@ -2,30 +2,39 @@
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
 import { PerformanceObserver } from 'node:perf_hooks';
-import { direct, dist, otelStep, servePage } from './page.js';
+import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
   express: ['none', 'nondev', 'dev', 'otel'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'otel'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'otel', 'otel-view'],
 };
+CONFIGS.express.push('otel-view');
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
 }
 
 let s = direct;
 let tracer;
+let view;
 if (config === 'dev' || config === 'nondev') {
   s = (await import(dist('src/index.js'))).step;
   // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost).
   if (process.env.MP_DIRECT === '1') s = direct;
-} else if (config === 'otel') {
+} else if (config === 'otel' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
   const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
-  // The cheapest OTel setup there is: sampled spans, no processor, no exporter.
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+  if (config === 'otel') {
+    // The cheapest OTel setup there is: sampled spans, no processor, no exporter. It shows nothing.
+    api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+  } else {
+    // The same page shown as miniprof shows it: spans kept per request, rendered into the response.
+    const c = otelCollector(api);
+    api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [c.processor] }));
+    view = c.view;
+  }
   tracer = api.trace.getTracer('bench');
   s = otelStep(tracer);
 }
@@ -39,14 +48,14 @@ const server = await servePage(framework, s, async (app) => {
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.
     app.addHook('onRequest', (_request, _reply, done) => done());
-  } else if (config === 'otel' && framework === 'express') {
+  } else if (config.startsWith('otel') && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
         res.once('finish', () => span.end());
         next();
       }),
     );
-  } else if (config === 'otel') {
+  } else if (config.startsWith('otel')) {
     app.addHook('onRequest', (request, reply, done) =>
       tracer.startActiveSpan(`${request.method} ${request.url}`, (span) => {
         reply.raw.once('finish', () => span.end());
@@ -54,7 +63,7 @@ const server = await servePage(framework, s, async (app) => {
       }),
     );
   }
-});
+}, view);
 
 let requests = 0;
 server.on('request', () => requests++);
