@@ -16,6 +16,7 @@ const bare = { results: false, htmlComment: false, serverTiming: false };
 const ROWS = [
   ['no profiler', 'none', {}],
   ['promise hooks on, nothing else', 'none', {}, { execArgv: ['--import', fileURLToPath(new URL('./als-on.js', import.meta.url))] }],
+  ['promise hooks on, a store entered per request (no miniprof)', 'none', {}, { execArgv: ['--import', fileURLToPath(new URL('./als-store.js', import.meta.url))] }],
   ['a profile, steps as plain calls, no outputs or store', 'dev', bare, { env: { MP_DIRECT: '1' } }],
   ['+ the 10 steps', 'dev', bare],
   ['+ Server-Timing', 'dev', { results: false, htmlComment: false }],
