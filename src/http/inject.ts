@@ -37,6 +37,8 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
   const enc = headerString(h.getHeader('content-encoding')).trim().toLowerCase();
   if (enc !== '' && enc !== 'identity') return skip(`already encoded (${enc})`);
   if (noTransform(h)) return skip('no-transform');
+  // What Express and Fastify set for an HTML string, and most apps: no regex to run.
+  if (type === 'text/html; charset=utf-8') return 'utf8';
   const m = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type);
   if (m === null) return 'ascii';
   const charset = m[1]!;
@@ -46,7 +48,8 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
 
 /** The app asked that nothing between it and the client change the body (RFC 9111, 5.2.2.6). */
 export function noTransform(h: HeaderView): boolean {
-  return /(?:^|,)\s*no-transform\s*(?:,|$)/i.test(headerString(h.getHeader('cache-control')));
+  const v = h.getHeader('cache-control');
+  return v !== undefined && /(?:^|,)\s*no-transform\s*(?:,|$)/i.test(headerString(v));
 }
 
 function skip(why: string): null {

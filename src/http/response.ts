@@ -162,7 +162,7 @@ export class ProfiledResponse implements Expiring {
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
 function allowsAnyOrigin(v: unknown): boolean {
-  return headerString(v).split(',').some((o) => o.trim() === '*');
+  return v !== undefined && headerString(v).split(',').some((o) => o.trim() === '*');
 }
 
 /** Conditional headers would let the framework answer 304 with an old, unprofiled page. */
