@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { unwatch, watch, watched, type Expiring } from '../src/http/deadline.js';
+import { resolveHttp } from '../src/http/config.js';
+import { ProfiledResponse } from '../src/http/response.js';
 
 function response(log: string[], name: string): Expiring {
   return {
@@ -71,5 +73,37 @@ describe('maxDurationMs deadlines on one shared timer', () => {
     expect(log).toEqual(['first']);
     vi.advanceTimersByTime(1);
     expect(log).toEqual(['first', 'second']);
+  });
+});
+
+describe('a developer response gets its maxDurationMs on real time', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const open = (options: Record<string, unknown>): ProfiledResponse =>
+    new ProfiledResponse(resolveHttp({ isDeveloper: () => true, results: false, maxDurationMs: 1000, ...options }, 'test', () => undefined) as never, 'GET', '/');
+
+  it('whatever an injected clock reads', () => {
+    // The profile's own clock is far from real time: the deadline must not be taken from it.
+    vi.advanceTimersByTime(50_000);
+    const early = open({ clock: () => 0 });
+    const late = open({ clock: () => 1e9 });
+    vi.advanceTimersByTime(999);
+    expect([early.profile.sealed, late.profile.sealed]).toEqual([false, false]);
+    vi.advanceTimersByTime(1);
+    expect([early.profile.sealed, late.profile.sealed]).toEqual([true, true]);
+  });
+
+  it('on the default clock, from the profile start', () => {
+    vi.advanceTimersByTime(50_000);
+    const r = open({});
+    vi.advanceTimersByTime(999);
+    expect(r.profile.sealed).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(r.profile.sealed).toBe(true);
   });
 });

@@ -10,6 +10,7 @@ import { headerString, injectable, noTransform, splice, type Body, type HeaderVi
 import { linkHeaders, saveProfile } from '../results/save.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import type { Linked } from '../linked.js';
+import { monotonic } from '../clock.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -55,7 +56,8 @@ export class ProfiledResponse implements Expiring {
     this.deadlineAt = 0;
     this.prevLink = null;
     this.nextLink = null;
-    watch(this, cfg.maxDurationMs);
+    // The profile's start is that same reading when it runs on the default clock: one read less.
+    watch(this, cfg.maxDurationMs, cfg.core.clock === monotonic ? this.profile.t0 : performance.now());
   }
 
   /** @internal Set by watch(). */
