@@ -41,7 +41,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
 
   const results = cfg.results;
 
-  function profile(req: Req, res: ServerResponse, next: Next, owner: string): void {
+  function profile(req: Req, res: ServerResponse, next: Next, owner: string, url: string | undefined): void {
     // The client left while an async isDeveloper (or an async middleware before us) was busy:
     // 'close' has fired already, so nothing would seal a profile opened now, and it would hold
     // the promise hooks on until maxDurationMs.
@@ -49,7 +49,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     PROFILED.add(res);
     let state: ProfiledResponse;
     try {
-      state = instrument(req, res, owner);
+      state = instrument(req, res, owner, url);
     } catch (err) {
       // Setting up is the profiler's business: if it fails, the request goes on unprofiled.
       report(cfg.core.onInternalError, err);
@@ -58,8 +58,10 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
     runInProfile(state.profile, next);
   }
 
-  function instrument(req: Req, res: ServerResponse, owner: string): ProfiledResponse {
-    const state = new ProfiledResponse(cfg as never, req.method, req.originalUrl ?? req.url, owner);
+  // `url` is read once, by the caller: each property read on Express's req/res is an IC miss of its
+  // own (their maps are new per request; bench/RESULTS.md Run 9).
+  function instrument(req: Req, res: ServerResponse, owner: string, url: string | undefined): ProfiledResponse {
+    const state = new ProfiledResponse(cfg as never, req.method, url, owner);
     stripConditionals(req.headers);
     const base = sharedBase(res);
     if (base === null) {
@@ -117,7 +119,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   function developer(req: Req, res: ServerResponse, next: Next, dev: Developer): void {
     const url = req.originalUrl ?? req.url;
     if (results !== null && underBase(results, url)) return answer(req, res, next, dev, url!);
-    profile(req, res, next, dev.owner);
+    profile(req, res, next, dev.owner, url);
   }
 }
 
