@@ -271,28 +271,41 @@ export class Profile implements Linked {
     const now = this.nowUs();
     const warnings = this.warnings.slice();
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
+    sawCustom = false;
     const root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
-    const custom = analyseCustom(root, this.config.redact);
-    const json: ProfileJSON = {
-      v: 1,
-      id: this.id,
-      name: this.name,
-      machine: this.machine,
-      started: isoTime(this.startedAt),
-      durationMs: root.durationMs,
-      droppedSteps: this.droppedSteps,
-      warnings,
-      ...(this.request === undefined ? undefined : { request: { ...this.request } }),
-      root,
-      ...custom,
-      ...(this.loopOut() !== -1 ? { eventLoopDelayMs: this.loopOut() } : undefined),
-    };
+    // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
+    // any: this runs once per developer request (the seal reuses it).
+    const started = isoTime(this.startedAt);
+    const json: ProfileJSON =
+      this.request === undefined
+        ? { v: 1, id: this.id, name: this.name, machine: this.machine, started, durationMs: root.durationMs, droppedSteps: this.droppedSteps, warnings, root }
+        : {
+            v: 1,
+            id: this.id,
+            name: this.name,
+            machine: this.machine,
+            started,
+            durationMs: root.durationMs,
+            droppedSteps: this.droppedSteps,
+            warnings,
+            request: { ...this.request },
+            root,
+          };
+    const custom = sawCustom ? analyseCustom(root, this.config.redact) : undefined;
+    if (custom !== undefined) {
+      json.customSummary = custom.customSummary;
+      json.similar = custom.similar;
+    }
+    const loop = this.loopOut();
+    if (loop !== -1) json.eventLoopDelayMs = loop;
     return json;
   }
 }
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
+/** Set by nodeJSON when a node has custom timings (for `snapshot`). */
+let sawCustom = false;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -305,7 +318,10 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     durationMs: ms(d > 0 ? d : 0),
     children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now, blockingUs)),
   };
-  if (node.custom !== null) out.custom = node.custom.map((c) => customJSON(c, now));
+  if (node.custom !== null) {
+    out.custom = node.custom.map((c) => customJSON(c, now));
+    sawCustom = true;
+  }
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
