@@ -96,8 +96,9 @@ export function token(name: string): string {
   if (i === n && n > 0 && n <= MAX_TOKEN && name.charCodeAt(0) !== 0x5f && name.charCodeAt(n - 1) !== 0x5f) return reserved(name);
   // Human names ("load user") have spaces. Step names are mostly literals, so the same few come
   // back request after request: remembered, since building one costs ~90 ns (with the two regex
-  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded, as names
-  // may hold ids.
+  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded in count, as
+  // names may hold ids, and in length, as they may be up to maxNameLength (10,000) long.
+  if (n > MAX_CACHED_NAME) return tokenOf(name, i);
   const known = tokens.get(name);
   if (known !== undefined) return known;
   if (tokens.size >= MAX_TOKENS) tokens.clear();
@@ -108,6 +109,7 @@ export function token(name: string): string {
 
 const tokens = new Map<string, string>();
 const MAX_TOKENS = 512;
+const MAX_CACHED_NAME = 96;
 
 /** token() past the fast path: `name` is a token up to `i`. */
 function tokenOf(name: string, i: number): string {
