@@ -6,10 +6,9 @@ import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'nondev', 'dev', 'otel'],
+  express: ['none', 'nondev', 'dev', 'otel', 'otel-view'],
   fastify: ['none', 'hook', 'nondev', 'dev', 'otel', 'otel-view'],
 };
-CONFIGS.express.push('otel-view');
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
 }
