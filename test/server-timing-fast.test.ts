@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { quoted, token } from '../src/render/server-timing.js';
+import { ms1 } from '../src/render/format.js';
+
+/** What ms1() was before its digit table: the reference. */
+function ms1Ref(ms: number): string {
+  if (!(ms > 0)) return '0.0';
+  const tenths = Math.round(ms * 10);
+  return `${Math.floor(tenths / 10)}.${tenths % 10}`;
+}
 
 /** The regex definitions token() and quoted() had before their fast paths: the reference. */
 const TCHAR = /[^A-Za-z0-9!#$%&'*+.^_`|~-]+/g;
@@ -37,5 +45,15 @@ describe('Server-Timing fast paths give what the general path gives', () => {
       { numRuns: 2000 },
     );
     expect(quoted('a "b" \\ 5%')).toBe('a \\"b\\" \\\\ 5%25');
+  });
+
+  test('ms1() equals its two-conversion definition for any number', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.double(), fc.double({ min: 0, max: 1e7, noNaN: true }), fc.integer({ min: 0, max: 10_000_000 }).map((n) => n / 1000)), (x) => {
+        expect(ms1(x)).toBe(ms1Ref(x));
+      }),
+      { numRuns: 5000 },
+    );
+    expect([ms1(0.04), ms1(0.05), ms1(12.345), ms1(1e21)]).toEqual(['0.0', '0.1', '12.3', '1e+21.0']);
   });
 });

@@ -40,8 +40,11 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   return out;
 }
 
+/** `>` repeated depth times, made once for the depths profiles usually have. */
+const MARKS = Array.from({ length: 16 }, (_, d) => '>'.repeat(d));
+
 function lines(t: TimingJSON, depth: number, ascii: boolean): string {
-  const marks = '>'.repeat(depth);
+  const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   let out = `${marks} ${escapeText(t.name, ascii)} = ${ms1(t.durationMs)}ms`;
   if (t.error === true) out += ' (error)';
   if (t.unfinished === true) out += ' (unfinished)';
