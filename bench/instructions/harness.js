@@ -12,6 +12,7 @@
 // steps, no outputs, no results store); steps (+ the page's 10 steps); outputs (+ comment and
 // Server-Timing); dev (+ the results store: the default setup).
 import http from 'node:http';
+import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { direct, dist, servePage } from '../http/page.js';
 
@@ -61,16 +62,7 @@ if (extra !== null && config !== 'nondev' && process.env.KEEP_OPEN === '1') {
 const inFlight = Number(process.env.IN_FLIGHT ?? 25);
 const agent = new http.Agent({ keepAlive: true, maxSockets: inFlight });
 const { port } = server.address();
-const get = () =>
-  new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-        let n = 0;
-        res.on('data', (d) => (n += d.length));
-        res.on('end', () => resolve(n));
-      })
-      .on('error', reject);
-  });
+const get = getter(port, agent);
 let left = Number(count);
 let bytes = 0;
 await Promise.all(

@@ -3,6 +3,7 @@
 // every request with the same canned bytes. Run under valgrind by client.js: what it counts is the
 // client's work for that response, plus a server whose work does not depend on the bytes.
 import http from 'node:http';
+import { getter } from './get.js';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 
@@ -21,16 +22,7 @@ const server = net.createServer((socket) => {
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 const { port } = server.address();
-const get = () =>
-  new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-        let n = 0;
-        res.on('data', (d) => (n += d.length));
-        res.on('end', () => resolve(n));
-      })
-      .on('error', reject);
-  });
+const get = getter(port, agent);
 for (let i = 0; i < Number(count); i++) await get();
 agent.destroy();
 server.close();
