@@ -274,7 +274,9 @@ export class Profile implements Linked {
     sawCustom = false;
     const root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
     // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
-    // any: this runs once per developer request (the seal reuses it).
+    // any: this runs once per developer request (the seal reuses it). Two literals, not one with
+    // `request` and `root` added after: those would live outside the object, +3,100 instructions
+    // per Fastify developer request (`open` row, side by side).
     const started = isoTime(this.startedAt);
     const json: ProfileJSON =
       this.request === undefined
