@@ -4,7 +4,7 @@ import fp from 'fastify-plugin';
 import { als, runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { delivered, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 import { writeHeadWith, type ResMethod } from '../src/http/write-head.js';
 import type { TimingNode } from '../src/timing.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
@@ -139,14 +139,14 @@ function writeHeadWithTiming(this: ServerResponse & Hooked): ServerResponse {
 
 /**
  * Finished or aborted, judged at close. A real response is finished once flushed
- * (`writableFinished`). light-my-request's (behind `inject`) never sets that: it ends, emits
+ * (`delivered`). light-my-request's (behind `inject`) never sets that: it ends, emits
  * 'finish' and closes at once, so for it ended is finished. Judged here rather than by a 'finish'
  * listener of our own: a second 'finish' listener beside Node's cost ~6,000 instructions per
  * developer request (bench/RESULTS.md Run 9).
  */
 function onClose(this: ServerResponse & Hooked & { _lightMyRequest?: unknown }): void {
   const h = this[HOOK];
-  if (h !== undefined) h.state.finish(this, this.writableFinished || (this.writableEnded && this._lightMyRequest !== undefined));
+  if (h !== undefined) h.state.finish(this, delivered(this) || (this.writableEnded && this._lightMyRequest !== undefined));
 }
 
 function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, owner: string): Hook {

@@ -16,7 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
 import { als, openProfiles } from '../src/context.js';
 import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { closeServers, get, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
+import { closeServers, get, leaveDuringBody, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
 const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
 const STARTED = '2026-11-29T12:00:00.000Z';
@@ -1005,6 +1005,23 @@ describe.each([
       expect(json.root.children[0]!.unfinished).toBe(true);
       // Sealed means frozen: the late step and the late send changed nothing.
       expect(seen[0]!.profile.toJSON()).toEqual(json);
+    });
+
+    it('C8: a client that leaves while a large body is still being written: request.aborted, on every Node', async () => {
+      // Node 20 and 22 emit 'finish' for this response (the end was handed to the socket), and
+      // read writableFinished true at 'close'; Node 24 does not.
+      const huge = 'x'.repeat(48 << 20);
+      let closed = false;
+      const port = await start([mp()], (app) =>
+        app.get('/huge', (_req, res) => {
+          res.on('close', () => (closed = true));
+          res.type('text/plain').send(huge);
+        }),
+      );
+      await leaveDuringBody(port, '/huge');
+      const json = await sealed(seen[0]);
+      await waitFor(() => closed, 3000, "the response's close");
+      expect(json.request).toEqual({ method: 'GET', path: '/huge', status: 200, aborted: true });
     });
 
     it("a second 'close' on a developer response changes nothing: sealed once, saved once, nothing reported", async () => {

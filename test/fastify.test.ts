@@ -13,6 +13,7 @@ import { miniprof, type MiniprofOptions } from '../adapters/fastify.js';
 import { als, openProfiles } from '../src/context.js';
 import { currentProfile, step } from '../src/index.js';
 import type { Profile, ProfileJSON, TimingJSON } from '../src/index.js';
+import { leaveDuringBody } from './helpers/http.js';
 
 type Options = MiniprofOptions<FastifyRequest>;
 
@@ -943,6 +944,23 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
     expect(names(json.root)).toEqual(['before abort']);
     expect(json.root.children[0]!.unfinished).toBe(true);
     expect(reported).toEqual([]);
+  });
+
+  it('C8: a client that leaves while a large body is still being written: request.aborted, on every Node', async () => {
+    // Node 20 and 22 emit 'finish' for this response (the end was handed to the socket), and
+    // read writableFinished true at 'close'; Node 24 does not.
+    const huge = 'x'.repeat(48 << 20);
+    let seen: Seen | undefined;
+    const app = await build({ isDeveloper: () => true }, (a) => {
+      a.get('/huge', async (_req, reply) => {
+        seen = watch(currentProfile());
+        return reply.type('text/plain').send(huge);
+      });
+    });
+    await leaveDuringBody(await listen(app), '/huge');
+    await until(() => seen !== undefined && seen.profile.sealed, 'the seal at close');
+    expect(seen!.seals).toBe(1);
+    expect(seen!.profile.toJSON().request).toEqual({ method: 'GET', path: '/huge', status: 200, aborted: true });
   });
 
   describe('C5: @fastify/compress in both registration orders', () => {

@@ -124,10 +124,10 @@ export class ProfiledResponse implements Expiring {
 
   /**
    * The response closed (finished or aborted): record how, seal once. `finished` defaults to
-   * `res.writableFinished`; an adapter that saw 'finish' says so (light-my-request, behind
-   * Fastify's `inject`, emits 'finish' but never sets `writableFinished`).
+   * {@link delivered}; an adapter that saw 'finish' says so (light-my-request, behind Fastify's
+   * `inject`, emits 'finish' but never sets `writableFinished`).
    */
-  finish(res: ServerResponse, finished = res.writableFinished): void {
+  finish(res: ServerResponse, finished = delivered(res)): void {
     try {
       const req = this.profile.request!;
       req.status = res.statusCode;
@@ -160,6 +160,15 @@ export class ProfiledResponse implements Expiring {
     const r = this.cfg.results;
     if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError);
   }
+}
+
+/**
+ * Ended and flushed to the client. Node 20 and 22 emit 'finish', and then read `writableFinished`
+ * true, for a response whose connection was reset while its end was still being written (a client
+ * that left during a large body); Node 24 does not. The request's socket keeps that reset.
+ */
+export function delivered(res: ServerResponse): boolean {
+  return res.writableFinished && res.req?.socket?.errored == null;
 }
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */

@@ -15,6 +15,8 @@
  *   `maxHeaderSize` included), for when the client's view is what matters; pass `agent` for
  *   keep-alive.
  * - `dechunk(body)`: the payload of a `Transfer-Encoding: chunked` body.
+ * - `leaveDuringBody(port, path)`: a client that reads the first bytes of a large response, then
+ *   resets the connection while the server is still writing it.
  * - `waitFor(cond)`: poll until `cond()` holds (a profile sealed on 'close', say); rejects
  *   after `timeoutMs` so a test fails instead of hanging.
  */
@@ -209,6 +211,24 @@ export function get(port: number, path: string, options: GetOptions = {}): Promi
     );
     req.once('error', reject);
     req.end();
+  });
+}
+
+/**
+ * GET `path`, then leave at the first bytes with the rest unread, so the connection is reset (RST,
+ * as unread data is discarded) while the server is still writing. The response must be larger
+ * than the kernel can buffer between the two ends (~4 MB send and ~128 KB receive here, with no
+ * read to grow the latter): use tens of megabytes. Resolves once the socket is closed.
+ */
+export function leaveDuringBody(port: number, path: string, headers = ''): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n${headers}\r\n`));
+    socket.once('data', () => {
+      socket.pause();
+      socket.destroy();
+    });
+    socket.once('error', reject);
+    socket.once('close', () => resolve());
   });
 }
 
