@@ -47,5 +47,5 @@ export async function slice(server, port, loader, seconds, connections) {
   const b = await ask(server, { cmd: 'stats' });
   const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
   const n = Math.max(1, b.requests - a.requests);
-  return { ...r, cpuUs: cpu / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
+  return { ...r, cpuUs: cpu / n, sysUs: (b.cpu.system - a.cpu.system) / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
 }

@@ -37,6 +37,16 @@ if (config === 'dev' || config === 'nondev') {
   tracer = api.trace.getTracer('bench');
   s = otelStep(tracer);
 }
+// SPIN_US=n (config none): the route burns n µs of CPU in plain JavaScript, a server made slower by
+// work of a known size, to see what any added cost of that size does to the bench's figures.
+const spinUs = Number(process.env.SPIN_US ?? 0);
+if (spinUs > 0) {
+  if (config !== 'none') throw new Error('SPIN_US is for the none configuration');
+  s = (name, fn) => {
+    if (name === 'render') for (const end = performance.now() + spinUs / 1000; performance.now() < end; );
+    return fn();
+  };
+}
 const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS || '{}') };
 
 const server = await servePage(framework, s, async (app) => {

@@ -1,0 +1,58 @@
+// `node bench/http/amplify.js <express|fastify> [rounds]`: what an added cost of a known size does
+// to the HTTP bench's figures. Rows: the unprofiled page, the same page burning n µs of plain
+// JavaScript per request (SPIN_US, bench/http/server.js), and miniprof's developer request. Same
+// setup as bench/http/decompose.js (servers pinned to CPU 0, autocannon on CPU 1, 50 connections,
+// 2 s slices, medians over the rounds).
+//
+// Why: if n µs of spinning grows the server's CPU per request by more than n, the rest is the
+// kernel's (a slower server finds the loader asleep more often, and waking it is charged to the
+// server's write), and every added cost pays it, ours or anyone's. The spin rows show the ratio
+// the budget's figures would be for work of that size with nothing of a profiler in it.
+import { slice, startLoader, startServer } from './children.js';
+
+const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
+if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
+  throw new Error('usage: amplify.js <express|fastify> [rounds]');
+}
+const SPINS = (process.env.SPINS ?? '5,10,20,40').split(',').map(Number);
+const ROWS = [
+  ['no profiler', 'none', 0],
+  ...SPINS.map((us) => [`no profiler, + ${us} µs of JavaScript per request`, 'none', us]),
+  ['developer request (miniprof, the default outputs and store)', 'dev', 0],
+];
+
+const loader = (await startLoader()).cp;
+const servers = [];
+for (const [label, config, spin] of ROWS) {
+  const { cp, first } = await startServer(process.execPath, framework, config, { env: { SPIN_US: String(spin) } });
+  servers.push({ label, spin, cp, port: first.port, rows: [] });
+}
+const seconds = Number(process.env.SLICE ?? 2);
+for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
+for (let r = 0; r < Number(rounds); r++) {
+  for (const s of servers) s.rows.push(await slice(s.cp, s.port, loader, seconds, 50));
+}
+const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+const base = servers[0];
+// Ratios per round (each row against the unprofiled server of the same round), then the median.
+const ratio = (s) => median(s.rows.map((r, i) => r.rps / base.rows[i].rps));
+const cpu = (s) => median(s.rows.map((r) => r.cpuUs));
+const sys = (s) => median(s.rows.map((r) => r.sysUs));
+console.log(`${framework}, Node ${process.version}, ${rounds} rounds of ${seconds} s; medians\n`);
+console.log('| server | req/s | ratio | CPU µs/request | of which kernel | CPU over no profiler | over the spin |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const s of servers) {
+  const over = cpu(s) - cpu(base);
+  const cells = [
+    s.label,
+    median(s.rows.map((r) => r.rps)).toFixed(0),
+    `×${ratio(s).toFixed(3)}`,
+    cpu(s).toFixed(1),
+    sys(s).toFixed(1),
+    s === base ? '' : `+${over.toFixed(1)}`,
+    s.spin > 0 ? `×${(over / s.spin).toFixed(2)}` : '',
+  ];
+  console.log(`| ${cells.join(' | ')} |`);
+  s.cp.send({ cmd: 'exit' });
+}
+loader.send({ cmd: 'exit' });
