@@ -1,6 +1,8 @@
 // `node bench/http/amplify.js <express|fastify> [rounds]`: what an added cost of a known size does
 // to the HTTP bench's figures. Rows: the unprofiled page, the same page burning n µs of plain
-// JavaScript per request (SPIN_US, bench/http/server.js), and miniprof's developer request. Same
+// JavaScript per request (SPIN_US, bench/http/server.js; SPINS=5,10,20,40 to choose), every request
+// run inside an AsyncLocalStorage with nothing else (bench/http/als-store.js: what any ALS-based
+// profiler pays before it does anything), and miniprof's developer request. Same
 // setup as bench/http/decompose.js (servers pinned to CPU 0, autocannon on CPU 1, 50 connections,
 // 2 s slices, medians over the rounds).
 //
@@ -8,6 +10,7 @@
 // kernel's (a slower server finds the loader asleep more often, and waking it is charged to the
 // server's write), and every added cost pays it, ours or anyone's. The spin rows show the ratio
 // the budget's figures would be for work of that size with nothing of a profiler in it.
+import { fileURLToPath } from 'node:url';
 import { slice, startLoader, startServer } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
@@ -15,16 +18,19 @@ if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
   throw new Error('usage: amplify.js <express|fastify> [rounds]');
 }
 const SPINS = (process.env.SPINS ?? '5,10,20,40').split(',').map(Number);
+const alsStore = ['--import', fileURLToPath(new URL('./als-store.js', import.meta.url))];
 const ROWS = [
   ['no profiler', 'none', 0],
   ...SPINS.map((us) => [`no profiler, + ${us} µs of JavaScript per request`, 'none', us]),
+  // The floor of any AsyncLocalStorage-based profiler: on Node 20, the promise hooks.
+  ['no profiler, every request inside `als.run` (no miniprof)', 'none', 0, alsStore],
   ['developer request (miniprof, the default outputs and store)', 'dev', 0],
 ];
 
 const loader = (await startLoader()).cp;
 const servers = [];
-for (const [label, config, spin] of ROWS) {
-  const { cp, first } = await startServer(process.execPath, framework, config, { env: { SPIN_US: String(spin) } });
+for (const [label, config, spin, execArgv] of ROWS) {
+  const { cp, first } = await startServer(process.execPath, framework, config, { env: { SPIN_US: String(spin) }, execArgv });
   servers.push({ label, spin, cp, port: first.port, rows: [] });
 }
 const seconds = Number(process.env.SLICE ?? 2);
