@@ -97,6 +97,11 @@ export class Profile implements Linked {
   /** @internal */ root: TimingNode;
   /** @internal steps and custom timings recorded so far, against `maxSteps`. */
   count: number;
+  /**
+   * @internal Custom timings by the step they were recorded under, in order; null until the first
+   * (and again once sealed). Here rather than in a field of every node: see TimingNode.
+   */
+  customs: Map<TimingNode, CustomNode[]> | null;
   private sealedJSON: ProfileJSON | null;
   /** The snapshot `freeze()` took, and what the profile looked like then (see `unchanged`). */
   private frozenJSON: ProfileJSON | null;
@@ -127,6 +132,7 @@ export class Profile implements Linked {
     this.droppedSteps = 0;
     this.warnings = [];
     this.count = 0;
+    this.customs = null;
     this.loopDelayMs = 0;
     this.entered = false;
     this.prevLink = null;
@@ -173,6 +179,14 @@ export class Profile implements Linked {
     return this.data().durationMs;
   }
 
+  /** @internal A custom timing under `parent` (already counted against `maxSteps`). */
+  addCustom(parent: TimingNode, c: CustomNode): void {
+    if (this.customs === null) this.customs = new Map();
+    const list = this.customs.get(parent);
+    if (list === undefined) this.customs.set(parent, [c]);
+    else list.push(c);
+  }
+
   /** @internal Warnings are bounded like everything else a request can make. */
   warn(message: string): void {
     if (this.warnings.length < MAX_WARNINGS) this.warnings.push(message);
@@ -200,6 +214,7 @@ export class Profile implements Linked {
     this.frozenJSON = null;
     this.sealedJSON = json;
     detach(this.root);
+    this.customs = null;
     return json;
   }
 
@@ -272,7 +287,9 @@ export class Profile implements Linked {
     const warnings = this.warnings.slice();
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     sawCustom = false;
+    customsNow = this.customs;
     const root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
+    customsNow = null;
     // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
     // any: this runs once per developer request (the seal reuses it). Two literals, not one with
     // `request` and `root` added after: those would live outside the object, +3,100 instructions
@@ -306,6 +323,8 @@ export class Profile implements Linked {
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
+/** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
+let customsNow: Map<TimingNode, CustomNode[]> | null = null;
 /** Set by nodeJSON when a node has custom timings (for `snapshot`). */
 let sawCustom = false;
 
@@ -320,8 +339,9 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     durationMs: ms(d > 0 ? d : 0),
     children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now, blockingUs)),
   };
-  if (node.custom !== null) {
-    out.custom = node.custom.map((c) => customJSON(c, now));
+  const custom = customsNow === null ? undefined : customsNow.get(node);
+  if (custom !== undefined) {
+    out.custom = custom.map((c) => customJSON(c, now));
     sawCustom = true;
   }
   if ((node.flags & F_ERROR) !== 0) out.error = true;
@@ -372,7 +392,6 @@ function detach(root: TimingNode): void {
     const n = stack.pop()!;
     if (n.children !== null) for (const c of n.children) stack.push(c);
     n.children = null;
-    n.custom = null;
     n.parent = null;
     n.profile = null;
     n.link = null;

@@ -53,8 +53,7 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
   const cfg = profile.config;
   const parent = parentIn(scope);
   const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.nowUs());
-  if (parent.custom === null) parent.custom = [c];
-  else parent.custom.push(c);
+  profile.addCustom(parent, c);
   let r: T;
   try {
     r = fn();

@@ -43,7 +43,9 @@ export class CustomNode {
  * A live step. It is also the AsyncLocalStorage store of the code it wraps, so a new step finds
  * its parent with one `getStore()`. All fields are set in the constructor so every node shares
  * one hidden class. When the profile is sealed the node is cut loose (profile, parent, children
- * set to null) so a timer the request leaked cannot keep the tree alive.
+ * set to null) so a timer the request leaked cannot keep the tree alive. A node's custom timings
+ * are kept by its profile (`Profile.customs`), not in a field: most steps have none, and a field
+ * is 8 bytes more per step.
  */
 export class TimingNode implements Timing {
   name: string;
@@ -52,7 +54,6 @@ export class TimingNode implements Timing {
   /** F_ERROR, F_USING, F_SYNC, and the depth above them. */
   flags: number;
   children: TimingNode[] | null;
-  custom: CustomNode[] | null;
   parent: TimingNode | null;
   profile: Profile | null;
   /**
@@ -71,7 +72,6 @@ export class TimingNode implements Timing {
     this.durationUs = RUNNING;
     this.flags = parent === null ? 0 : (parent.depth + 1) << DEPTH_SHIFT;
     this.children = null;
-    this.custom = null;
     this.parent = parent;
     this.profile = profile;
     this.link = null;

@@ -276,7 +276,7 @@ describe('seal and retention', () => {
     expect(profile.sealed).toBe(true);
   });
 
-  test('D4: after seal every live node is detached (profile, parent, children, custom are null)', async () => {
+  test('D4: after seal every live node is detached (profile, parent, children are null) and the custom timings are let go', async () => {
     const nodes: TimingNode[] = [];
     const { profile } = await withProfile('job', async () => {
       nodes.push(als.getStore()!);
@@ -301,9 +301,11 @@ describe('seal and retention', () => {
       expect(n.profile).toBeNull();
       expect(n.parent).toBeNull();
       expect(n.children).toBeNull();
-      expect(n.custom).toBeNull();
       expect(n.link).toBeNull();
     }
+    expect(profile.customs).toBeNull();
+    // The JSON kept the custom timing too.
+    expect(profile.toJSON().root.children[0]!.custom?.map((c) => c.command)).toEqual(['q']);
     // The JSON kept everything.
     expect(profile.toJSON().root.children.map((t) => t.name)).toEqual(['a', 'u']);
   });

@@ -28,8 +28,7 @@ export function openCall<A>(category: string, command: (arg: A) => string, arg: 
     const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs());
     profile.count++;
     const parent = parentIn(scope);
-    if (parent.custom === null) parent.custom = [c];
-    else parent.custom.push(c);
+    profile.addCustom(parent, c);
     return { profile, node: c };
   } catch (err) {
     report(profile.config.onInternalError, err);
