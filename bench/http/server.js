@@ -6,8 +6,8 @@ import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'nondev', 'dev', 'otel', 'otel-view'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'otel', 'otel-view'],
+  express: ['none', 'nondev', 'dev', 'otel', 'otel-view', 'spin10'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'otel', 'otel-view', 'spin10'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
@@ -37,11 +37,12 @@ if (config === 'dev' || config === 'nondev') {
   tracer = api.trace.getTracer('bench');
   s = otelStep(tracer);
 }
-// SPIN_US=n (config none): the route burns n µs of CPU in plain JavaScript, a server made slower by
-// work of a known size, to see what any added cost of that size does to the bench's figures.
-const spinUs = Number(process.env.SPIN_US ?? 0);
+// SPIN_US=n (config none), or config spin10: the route burns n µs of CPU in plain JavaScript, a
+// server made slower by work of a known size, to see what any added cost of that size does to the
+// bench's figures (bench/http/amplify.js; bench/run.js's scale row).
+const spinUs = config === 'spin10' ? 10 : Number(process.env.SPIN_US ?? 0);
 if (spinUs > 0) {
-  if (config !== 'none') throw new Error('SPIN_US is for the none configuration');
+  if (config !== 'none' && config !== 'spin10') throw new Error('SPIN_US is for the none configuration');
   s = (name, fn) => {
     if (name === 'render') for (const end = performance.now() + spinUs / 1000; performance.now() < end; );
     return fn();
