@@ -288,8 +288,13 @@ export class Profile implements Linked {
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     sawCustom = false;
     customsNow = this.customs;
-    const root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
-    customsNow = null;
+    let root: TimingJSON;
+    try {
+      root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
+    } finally {
+      // Not left to point at this profile's timings until the next snapshot.
+      customsNow = null;
+    }
     // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
     // any: this runs once per developer request (the seal reuses it). Two literals, not one with
     // `request` and `root` added after: those would live outside the object, +3,100 instructions
