@@ -11,7 +11,7 @@
 // server's write), and every added cost pays it, ours or anyone's. The spin rows show the ratio
 // the budget's figures would be for work of that size with nothing of a profiler in it.
 import { fileURLToPath } from 'node:url';
-import { slice, startLoader, startServer } from './children.js';
+import { median, sideBySide } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
@@ -27,18 +27,13 @@ const ROWS = [
   ['developer request (miniprof, the default outputs and store)', 'dev', 0],
 ];
 
-const loader = (await startLoader()).cp;
-const servers = [];
-for (const [label, config, spin, execArgv] of ROWS) {
-  const { cp, first } = await startServer(process.execPath, framework, config, { env: { SPIN_US: String(spin) }, execArgv });
-  servers.push({ label, spin, cp, port: first.port, rows: [] });
-}
+const slices = await sideBySide(
+  framework,
+  ROWS.map(([, config, spin, execArgv]) => ({ config, env: { SPIN_US: String(spin) }, execArgv })),
+  Number(rounds),
+);
+const servers = ROWS.map(([label, , spin], i) => ({ label, spin, rows: slices[i] }));
 const seconds = Number(process.env.SLICE ?? 2);
-for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
-for (let r = 0; r < Number(rounds); r++) {
-  for (const s of servers) s.rows.push(await slice(s.cp, s.port, loader, seconds, 50));
-}
-const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 const base = servers[0];
 // Ratios per round (each row against the unprofiled server of the same round), then the median.
 const ratio = (s) => median(s.rows.map((r, i) => r.rps / base.rows[i].rps));
@@ -59,6 +54,4 @@ for (const s of servers) {
     s.spin > 0 ? `×${(over / s.spin).toFixed(2)}` : '',
   ];
   console.log(`| ${cells.join(' | ')} |`);
-  s.cp.send({ cmd: 'exit' });
 }
-loader.send({ cmd: 'exit' });

@@ -49,3 +49,31 @@ export async function slice(server, port, loader, seconds, connections) {
   const n = Math.max(1, b.requests - a.requests);
   return { ...r, cpuUs: cpu / n, sysUs: (b.cpu.system - a.cpu.system) / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
 }
+
+export const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+
+/**
+ * Bench servers side by side on CPU 0, loaded in turn by one autocannon loader on CPU 1 (50
+ * connections): each row (`{ config, env, execArgv }`) gets a 1 s warm-up slice, then `rounds`
+ * slices of SLICE seconds (default 2), round after round. Resolves each row's slices, in order.
+ * Shared by bench/http/decompose.js and bench/http/amplify.js.
+ */
+export async function sideBySide(framework, rows, rounds) {
+  const loader = (await startLoader()).cp;
+  const servers = [];
+  try {
+    for (const { config, env, execArgv } of rows) {
+      const { cp, first } = await startServer(process.execPath, framework, config, { env, execArgv });
+      servers.push({ cp, port: first.port, slices: [] });
+    }
+    const seconds = Number(process.env.SLICE ?? 2);
+    for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
+    for (let r = 0; r < rounds; r++) {
+      for (const s of servers) s.slices.push(await slice(s.cp, s.port, loader, seconds, 50));
+    }
+    return servers.map((s) => s.slices);
+  } finally {
+    for (const s of servers) s.cp.send({ cmd: 'exit' });
+    loader.send({ cmd: 'exit' });
+  }
+}

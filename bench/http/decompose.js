@@ -6,7 +6,7 @@
 // (no profiler). On this shared VM a row moves by about ±5 µs between runs: compare rows of one
 // run. Needs `npm run build` (MINIPROF_BENCH_DIST for another build).
 import { fileURLToPath } from 'node:url';
-import { slice, startLoader, startServer } from './children.js';
+import { median, sideBySide } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
@@ -24,24 +24,16 @@ const ROWS = [
   ['+ the results store (the default developer request)', 'dev', {}],
 ];
 
-const loader = (await startLoader()).cp;
-const servers = [];
-for (const [label, config, opts, extra = {}] of ROWS) {
-  const { cp, first } = await startServer(process.execPath, framework, config, { env: { MP_OPTS: JSON.stringify(opts), ...extra.env }, execArgv: extra.execArgv });
-  servers.push({ label, cp, port: first.port, cpu: [] });
-}
-const seconds = Number(process.env.SLICE ?? 2);
-for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
-for (let r = 0; r < Number(rounds); r++) {
-  for (const s of servers) s.cpu.push((await slice(s.cp, s.port, loader, seconds, 50)).cpuUs);
-}
-const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+const slices = await sideBySide(
+  framework,
+  ROWS.map(([, config, opts, extra = {}]) => ({ config, env: { MP_OPTS: JSON.stringify(opts), ...extra.env }, execArgv: extra.execArgv })),
+  Number(rounds),
+);
+const servers = ROWS.map(([label], i) => ({ label, cpu: slices[i].map((x) => x.cpuUs) }));
 const base = median(servers[0].cpu);
 console.log(`${framework}, Node ${process.version}, ${rounds} rounds: server CPU µs per request (median), over no profiler\n`);
 console.log('| server | CPU µs/request | over no profiler | rounds |\n| --- | ---: | ---: | --- |');
 for (const s of servers) {
   const m = median(s.cpu);
   console.log(`| ${s.label} | ${m.toFixed(1)} | ${s === servers[0] ? '' : `+${(m - base).toFixed(1)}`} | ${s.cpu.map((x) => x.toFixed(0)).join(' ')} |`);
-  s.cp.send({ cmd: 'exit' });
 }
-loader.send({ cmd: 'exit' });
