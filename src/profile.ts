@@ -286,7 +286,6 @@ export class Profile implements Linked {
     const now = this.nowUs();
     const warnings = this.warnings.slice();
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
-    sawCustom = false;
     customsNow = this.customs;
     let root: TimingJSON;
     try {
@@ -315,7 +314,8 @@ export class Profile implements Linked {
             request: { ...this.request },
             root,
           };
-    const custom = sawCustom ? analyseCustom(root, this.config.redact) : undefined;
+    // Every step with custom timings is in the tree, so the Map says whether there are any.
+    const custom = this.customs !== null ? analyseCustom(root, this.config.redact) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
@@ -330,8 +330,6 @@ export class Profile implements Linked {
 let sawRunning = false;
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
-/** Set by nodeJSON when a node has custom timings (for `snapshot`). */
-let sawCustom = false;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -347,7 +345,6 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   const custom = customsNow === null ? undefined : customsNow.get(node);
   if (custom !== undefined) {
     out.custom = custom.map((c) => customJSON(c, now));
-    sawCustom = true;
   }
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
