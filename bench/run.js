@@ -89,9 +89,14 @@ function micro(bin) {
 
 // ---------------------------------------------------------------- http
 
-// spin10 is for scale: the unprofiled page plus 10 µs of plain JavaScript per request.
-const HTTP_ALL = { express: ['nondev', 'dev', 'otel', 'otel-view', 'spin10'], fastify: ['hook', 'nondev', 'dev', 'otel', 'otel-view', 'spin10'] };
-// --only express:dev,fastify runs a subset (for quick checks while optimising).
+// spin10 and ref are for scale: the unprofiled page plus 10 µs of plain JavaScript per request,
+// and the budget's reference profiler (bench/reference.js).
+const HTTP_ALL = {
+  express: ['nondev', 'dev', 'ref', 'otel', 'otel-view', 'spin10'],
+  fastify: ['hook', 'nondev', 'dev', 'ref', 'otel', 'otel-view', 'spin10'],
+};
+// --only express:dev,fastify runs a subset (for quick checks while optimising); dev-nostore (a
+// developer request with the results store off) runs only when named there.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
 const HTTP = {};
 for (const [fw, configs] of Object.entries(HTTP_ALL)) {
@@ -107,7 +112,7 @@ async function check(framework, config, port) {
   const body = await res.text();
   const st = res.headers.get('server-timing');
   const comment = body.includes('<!--');
-  const shows = config === 'dev' || config === 'otel-view';
+  const shows = config.startsWith('dev') || config === 'ref' || config === 'otel-view';
   const ok = res.status === 200 && body.includes('</body>') && (shows ? comment && st !== null : !comment && st === null);
   if (!ok) throw new Error(`${framework}/${config}: unexpected response (status ${res.status}, comment ${comment}, Server-Timing ${st})`);
   return config === 'dev' ? body.slice(body.indexOf('<!--')) : undefined;
@@ -184,6 +189,10 @@ async function http(bin) {
     if (dev && otel) summary[framework].devVsOtel = median(dev.map((d, i) => d.ratio / otel[i].ratio));
     const view = configs['otel-view'];
     if (dev && view) summary[framework].devVsOtelView = median(dev.map((d, i) => d.ratio / view[i].ratio));
+    const ref = configs.ref;
+    if (dev && ref) summary[framework].devVsRef = median(dev.map((d, i) => d.ratio / ref[i].ratio));
+    const nostore = configs['dev-nostore'];
+    if (nostore && ref) summary[framework].nostoreVsRef = median(nostore.map((d, i) => d.ratio / ref[i].ratio));
   }
   return { summary, samples, raw: results };
 }
@@ -223,6 +232,8 @@ function microTables(m) {
   row('**timing() on**', on['timing.on'], 'bare call in profile', on['in.bare.sync']);
   row('**step() on**, async', on['step.on.async'], '`als.run` async', on['als.run.async'], 'ratio');
   row('step() on, async', on['step.on.async'], 'bare await in profile', on['in.bare.async'], 'ratio');
+  row('the reference step (bench/reference.js), sync', on['ref.step.sync'], 'bare call in profile', on['in.bare.sync']);
+  row('the reference step, async', on['ref.step.async'], '`als.run` async', on['als.run.async'], 'ratio');
   row('step() on, 10 nested (per level below)', on['step.on.nested10'], '10 nested calls', on['in.bare.nested10']);
   row('request of 100 steps (open, 100 steps, seal)', on['request100'], '100 calls', on['bare.calls100']);
   row('render the HTML comment of a 10-step profile', on['render.comment10'], '-', 0);
@@ -269,6 +280,12 @@ function budget(m, h) {
     const ax = (otel['step.on.async'] - otel['in.bare.async']) / (on['step.on.async'] - on['in.bare.async']);
     add('OTel SDK span / our step, sync (overheads)', `${f(sx)}x`, '>= 10x', sx >= 10);
     add('OTel SDK span / our step, async (overheads over the same await)', `${f(ax)}x`, '>= 10x', ax >= 10);
+    // Not items: the reference step (bench/reference.js) on the same ALS and clock, same process.
+    if (on['ref.step.sync'] !== undefined) {
+      out.push(
+        `| for scale, not an item: the reference step (bench/reference.js), sync / async vs \`als.run\`; miniprof's step over it | ${f(on['ref.step.sync'])} ns / x${f(on['ref.step.async'] / on['als.run.async'], 2)}; x${f(on['step.on.sync'] / on['ref.step.sync'], 2)} / x${f(on['step.on.async'] / on['ref.step.async'], 2)} | - | - |`,
+      );
+    }
     add('retained per step (sync / async)', `${f(m.mem['ours-on'].sync, 0)} / ${f(m.mem['ours-on'].async, 0)} B`, '<= 120 B', Math.max(m.mem['ours-on'].sync, m.mem['ours-on'].async) <= 120);
   }
   if (h) {
@@ -282,6 +299,13 @@ function budget(m, h) {
     // Not a budget item: what 10 µs of any work per request does to the ratio in the same run.
     const scale = (x) => (skip(x) ? 'n/a' : `x${f(x.ratio, 3)}`);
     if (!skip(e.spin10) || !skip(fy.spin10)) out.push(`| for scale, not an item: + 10 µs of plain JavaScript per request, Express / Fastify | ${scale(e.spin10)} / ${scale(fy.spin10)} | - | - |`);
+    if (!skip(e.ref) || !skip(fy.ref)) {
+      const vs = (x) => (skip(x) ? 'n/a' : `x${f(x, 2)}`);
+      out.push(`| for scale, not an item: the reference profiler (bench/reference.js), Express / Fastify; miniprof's developer request against it | ${scale(e.ref)} / ${scale(fy.ref)}; ${vs(e.devVsRef)} / ${vs(fy.devVsRef)} | - | - |`);
+      if (!skip(e.nostoreVsRef) || !skip(fy.nostoreVsRef)) {
+        out.push(`| for scale, not an item: miniprof's developer request with the results store off, against the reference, Express / Fastify | ${vs(e.nostoreVsRef)} / ${vs(fy.nostoreVsRef)} | - | - |`);
+      }
+    }
     if (!skip(e.devVsOtel)) add('Express, developer request vs OTel spans (no processor, shows nothing)', `x${f(e.devVsOtel, 2)}`, '>= x1.5', e.devVsOtel >= 1.5);
     if (!skip(fy.devVsOtel)) add('Fastify, developer request vs OTel spans (no processor, shows nothing)', `x${f(fy.devVsOtel, 2)}`, '>= x1.5', fy.devVsOtel >= 1.5);
     // The issue's OTel figures (0.58 / 0.36) were measured with spans collected and rendered.
@@ -296,8 +320,10 @@ const CONFIG_NAMES = {
   hook: 'empty global onRequest hook (framework share)',
   nondev: 'miniprof installed, not a developer',
   dev: 'miniprof, developer request (comment + Server-Timing)',
+  'dev-nostore': 'miniprof, developer request, results store off (no profile kept, no link headers)',
   otel: 'OpenTelemetry SDK: request span + a span per step, no processor (shows nothing)',
   'otel-view': 'OpenTelemetry SDK, spans kept per request and rendered as comment + Server-Timing',
+  ref: 'for scale: the reference profiler (bench/reference.js): comment + Server-Timing, no store, no links, no safety',
   spin10: 'for scale: no profiler, + 10 µs of plain JavaScript per request',
 };
 
@@ -308,7 +334,7 @@ function httpTable(h) {
   ];
   for (const [framework, configs] of Object.entries(h.summary)) {
     for (const [config, s] of Object.entries(configs)) {
-      if (config === 'devVsOtel' || config === 'devVsOtelView') continue;
+      if (typeof s === 'number') continue; // devVsOtel, devVsOtelView, devVsRef: ratios, not rows
       const range = s.ratioMin === undefined ? '' : ` (${f(s.ratioMin, 2)}-${f(s.ratioMax, 2)})`;
       lines.push(
         `| ${framework} | ${CONFIG_NAMES[config]} | ${fi(s.rps)} | ${f(s.ratio, 3)}${range} | ${f(s.p50, 0)} | ${f(s.p99, 0)} | ${f(s.cpuUs)} | ${f(s.cpuRatio, 2)} | ${f(s.gcUs)} |`,

@@ -3,11 +3,12 @@
 // time and request count, so CPU per request is the server's alone.
 import { PerformanceObserver } from 'node:perf_hooks';
 import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
+import { referenceAls, referenceExpress, referenceFastify, referenceStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'nondev', 'dev', 'otel', 'otel-view', 'spin10'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'otel', 'otel-view', 'spin10'],
+  express: ['none', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
@@ -16,10 +17,17 @@ if (!CONFIGS[framework]?.includes(config)) {
 let s = direct;
 let tracer;
 let view;
-if (config === 'dev' || config === 'nondev') {
+// dev-nostore: a developer request with the results store off (`results: false`): no profile
+// kept for the results pages and no link headers, the features the reference profiler lacks.
+const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev';
+if (ours) {
   s = (await import(dist('src/index.js'))).step;
   // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost).
   if (process.env.MP_DIRECT === '1') s = direct;
+} else if (config === 'ref') {
+  // The reference profiler of the budget (bench/reference.js): every request profiled, the same
+  // comment and header, none of miniprof's safety, store or links.
+  s = referenceStep(referenceAls);
 } else if (config === 'otel' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
@@ -48,13 +56,21 @@ if (spinUs > 0) {
     return fn();
   };
 }
-const miniprofOptions = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS || '{}') };
+const miniprofOptions = {
+  isDeveloper: () => config !== 'nondev',
+  machine: 'bench',
+  ...(config === 'dev-nostore' ? { results: false } : {}),
+  ...JSON.parse(process.env.MP_OPTS || '{}'),
+};
 
 const server = await servePage(framework, s, async (app) => {
-  if (config === 'dev' || config === 'nondev') {
+  if (ours) {
     const { miniprof } = await import(dist(`adapters/${framework}.js`));
     if (framework === 'express') app.use(miniprof(miniprofOptions));
     else await app.register(miniprof, miniprofOptions);
+  } else if (config === 'ref') {
+    if (framework === 'express') app.use(referenceExpress(referenceAls));
+    else await app.register(referenceFastify(referenceAls));
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.
     app.addHook('onRequest', (_request, _reply, done) => done());

@@ -10,11 +10,13 @@
 // Configurations: none; nondev (miniprof installed, nobody a developer, its steps called); hooks
 // (promise hooks on, nothing else); open (a profile per request with plain calls instead of
 // steps, no outputs, no results store); steps (+ the page's 10 steps); outputs (+ comment and
-// Server-Timing); dev (+ the results store: the default setup).
+// Server-Timing); dev (+ the results store: the default setup); ref (bench/reference.js, the
+// budget's reference profiler, on its real clock: `--configs none,ref,dev` puts it next to ours).
 import http from 'node:http';
 import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { direct, dist, servePage } from '../http/page.js';
+import { referenceAls, referenceExpress, referenceFastify, referenceStep } from '../reference.js';
 
 
 const [framework, config, count] = process.argv.slice(2);
@@ -26,12 +28,14 @@ const CONFIGS = {
   steps: { results: false, htmlComment: false, serverTiming: false },
   outputs: { results: false },
   dev: {},
+  ref: null,
 };
 if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Number(count) > 0)) {
   throw new Error(`usage: harness.js <express|fastify> <${Object.keys(CONFIGS).join('|')}> <requests>`);
 }
 const extra = CONFIGS[config];
-const s = extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
+const s =
+  config === 'ref' ? referenceStep(referenceAls) : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
 // FAKE_CLOCK=1: every reading 13 us after the last. Under valgrind real durations are ~50x longer
 // and vary run to run, and with them the profile's shape (blocking flags, overlaps, digits), so
 // its cost; a counter makes each request's profile the same. It also leaves out the event-loop
@@ -43,6 +47,10 @@ const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.
 const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
 
 const server = await servePage(framework, s, async (app) => {
+  if (config === 'ref') {
+    if (framework === 'express') app.use(referenceExpress(referenceAls));
+    else await app.register(referenceFastify(referenceAls));
+  }
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
   if (framework === 'express') app.use(miniprof(options));

@@ -75,6 +75,7 @@ const LABELS = {
   steps: '+ the 10 steps',
   outputs: '+ comment and Server-Timing',
   dev: '+ results store (the default developer request)',
+  ref: 'the reference profiler (bench/reference.js): comment + Server-Timing, nothing else',
 };
 const version = (await run(node, ['--version'])).stdout.trim();
 const mode = load ? '25 in flight, real clock (`--load`)' : 'one request in flight, counter clock, a profile kept open';

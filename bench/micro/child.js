@@ -5,6 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { measure } from 'mitata';
 import { dist } from '../http/page.js';
+import { referenceStep } from '../reference.js';
 
 const contender = process.argv[2];
 const memMode = process.argv.includes('--mem');
@@ -180,6 +181,27 @@ const contenders = {
         profile.root.children = null;
         profile.count = 0;
         return nest(10);
+      });
+      // The reference step (bench/reference.js) on the same ALS and clock: the floor the budget's
+      // step figures were set against, measured on this machine in this run.
+      const ref = referenceStep(als);
+      const refRoot = { children: null };
+      let r = 0;
+      const refTick = () => {
+        if (++r === RESET) {
+          r = 0;
+          refRoot.children = null;
+        }
+      };
+      await als.run(refRoot, async () => {
+        await m('ref.step.sync', () => {
+          refTick();
+          return ref('s', work);
+        });
+        await m('ref.step.async', () => {
+          refTick();
+          return ref('s', aw);
+        });
       });
     });
     // A whole request: open a profile, 100 steps, seal it (the JSON snapshot included).
