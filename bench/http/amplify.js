@@ -27,12 +27,14 @@ const ROWS = [
   ['no profiler, every request inside `als.run` (no miniprof)', 'none', 0, alsStore],
   ['the reference profiler (bench/reference.js): comment + Server-Timing, nothing else', 'ref', 0],
   ['developer request (miniprof), results store off', 'dev-nostore', 0],
+  // What reading the real clock costs (and the event-loop sampler, which runs only on it).
+  ['developer request (miniprof), results store off, profiles on a counter clock', 'dev-nostore', 0, undefined, { MP_COUNTER_CLOCK: '1' }],
   ['developer request (miniprof, the default outputs and store)', 'dev', 0],
 ];
 
 const slices = await sideBySide(
   framework,
-  ROWS.map(([, config, spin, execArgv]) => ({ config, env: { SPIN_US: String(spin) }, execArgv })),
+  ROWS.map(([, config, spin, execArgv, env]) => ({ config, env: { SPIN_US: String(spin), ...env }, execArgv })),
   Number(rounds),
 );
 const servers = ROWS.map(([label, , spin], i) => ({ label, spin, rows: slices[i] }));
