@@ -106,3 +106,11 @@ export function referenceFastify(als) {
 
 /** One ALS for the reference, as a real profiler would have its own. */
 export const referenceAls = new AsyncLocalStorage();
+
+/** Install the reference on a bench app (bench/http/page.js's servePage), and its step for the page. */
+export async function installReference(framework, app) {
+  if (framework === 'express') app.use(referenceExpress(referenceAls));
+  else await app.register(referenceFastify(referenceAls));
+}
+
+export const referencePageStep = referenceStep(referenceAls);

@@ -347,7 +347,7 @@ function httpTable(h) {
   ];
   for (const [framework, configs] of Object.entries(h.summary)) {
     for (const [config, s] of Object.entries(configs)) {
-      if (typeof s === 'number') continue; // devVsOtel, devVsOtelView, devVsRef: ratios, not rows
+      if (typeof s === 'number') continue; // devVsOtel, devVsOtelView, devVsRef, nostoreVsRef: ratios, not rows
       const range = s.ratioMin === undefined ? '' : ` (${f(s.ratioMin, 2)}-${f(s.ratioMax, 2)})`;
       lines.push(
         `| ${framework} | ${CONFIG_NAMES[config]} | ${fi(s.rps)} | ${f(s.ratio, 3)}${range} | ${f(s.p50, 0)} | ${f(s.p99, 0)} | ${f(s.cpuUs)} | ${f(s.cpuRatio, 2)} | ${f(s.gcUs)} |`,

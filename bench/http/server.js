@@ -3,7 +3,7 @@
 // time and request count, so CPU per request is the server's alone.
 import { PerformanceObserver } from 'node:perf_hooks';
 import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
-import { referenceAls, referenceExpress, referenceFastify, referenceStep } from '../reference.js';
+import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
@@ -27,7 +27,7 @@ if (ours) {
 } else if (config === 'ref') {
   // The reference profiler of the budget (bench/reference.js): every request profiled, the same
   // comment and header, none of miniprof's safety, store or links.
-  s = referenceStep(referenceAls);
+  s = referencePageStep;
 } else if (config === 'otel' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
@@ -76,8 +76,7 @@ const server = await servePage(framework, s, async (app) => {
     if (framework === 'express') app.use(miniprof(miniprofOptions));
     else await app.register(miniprof, miniprofOptions);
   } else if (config === 'ref') {
-    if (framework === 'express') app.use(referenceExpress(referenceAls));
-    else await app.register(referenceFastify(referenceAls));
+    await installReference(framework, app);
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.
     app.addHook('onRequest', (_request, _reply, done) => done());

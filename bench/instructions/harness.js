@@ -16,7 +16,7 @@ import http from 'node:http';
 import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { direct, dist, servePage } from '../http/page.js';
-import { referenceAls, referenceExpress, referenceFastify, referenceStep } from '../reference.js';
+import { installReference, referencePageStep } from '../reference.js';
 
 
 const [framework, config, count] = process.argv.slice(2);
@@ -35,7 +35,7 @@ if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Num
 }
 const extra = CONFIGS[config];
 const s =
-  config === 'ref' ? referenceStep(referenceAls) : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
+  config === 'ref' ? referencePageStep : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
 // FAKE_CLOCK=1: every reading 13 us after the last. Under valgrind real durations are ~50x longer
 // and vary run to run, and with them the profile's shape (blocking flags, overlaps, digits), so
 // its cost; a counter makes each request's profile the same. It also leaves out the event-loop
@@ -47,10 +47,7 @@ const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.
 const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
 
 const server = await servePage(framework, s, async (app) => {
-  if (config === 'ref') {
-    if (framework === 'express') app.use(referenceExpress(referenceAls));
-    else await app.register(referenceFastify(referenceAls));
-  }
+  if (config === 'ref') await installReference(framework, app);
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
   if (framework === 'express') app.use(miniprof(options));
