@@ -67,9 +67,10 @@ const rootOf = (req) => ({ name: `${req.method} ${req.url}`, start: performance.
  * Express: every request profiled. `res.send` is wrapped so an HTML string gets the header and
  * the comment before Express sets Content-Length; the rest of the chain runs in the root's store.
  */
-export function referenceExpress(als) {
+export function referenceExpress(als, outputs = true) {
   return (req, res, next) => {
     const root = rootOf(req);
+    if (!outputs) return als.run(root, next);
     const send = res.send;
     res.send = function (body) {
       if (typeof body === 'string' && !this.headersSent) {
@@ -84,13 +85,14 @@ export function referenceExpress(als) {
 }
 
 /** Fastify: the two global hooks the budget mentions, `onRequest` (enter) and `onSend` (render). */
-export function referenceFastify(als) {
+export function referenceFastify(als, outputs = true) {
   const plugin = async (app) => {
     app.decorateRequest('refRoot', null);
     app.addHook('onRequest', (request, _reply, done) => {
       request.refRoot = rootOf(request.raw);
       als.run(request.refRoot, done);
     });
+    if (!outputs) return;
     app.addHook('onSend', (request, reply, payload, done) => {
       const root = request.refRoot;
       if (typeof payload !== 'string' || root === null) return done(null, payload);
@@ -107,10 +109,14 @@ export function referenceFastify(als) {
 /** One ALS for the reference, as a real profiler would have its own. */
 export const referenceAls = new AsyncLocalStorage();
 
-/** Install the reference on a bench app (bench/http/page.js's servePage), and its step for the page. */
-export async function installReference(framework, app) {
-  if (framework === 'express') app.use(referenceExpress(referenceAls));
-  else await app.register(referenceFastify(referenceAls));
+/**
+ * Install the reference on a bench app (bench/http/page.js's servePage), and its step for the
+ * page. Without `outputs` it profiles every request and renders nothing (to split its cost the
+ * way bench/http/decompose.js splits miniprof's).
+ */
+export async function installReference(framework, app, outputs = true) {
+  if (framework === 'express') app.use(referenceExpress(referenceAls, outputs));
+  else await app.register(referenceFastify(referenceAls, outputs));
 }
 
 export const referencePageStep = referenceStep(referenceAls);

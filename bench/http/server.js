@@ -22,12 +22,13 @@ let view;
 const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev';
 if (ours) {
   s = (await import(dist('src/index.js'))).step;
-  // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost).
+  // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost;
+  // the same for the reference).
   if (process.env.MP_DIRECT === '1') s = direct;
 } else if (config === 'ref') {
   // The reference profiler of the budget (bench/reference.js): every request profiled, the same
   // comment and header, none of miniprof's safety, store or links.
-  s = referencePageStep;
+  s = process.env.MP_DIRECT === '1' ? direct : referencePageStep;
 } else if (config === 'otel' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
@@ -76,7 +77,8 @@ const server = await servePage(framework, s, async (app) => {
     if (framework === 'express') app.use(miniprof(miniprofOptions));
     else await app.register(miniprof, miniprofOptions);
   } else if (config === 'ref') {
-    await installReference(framework, app);
+    // REF_OUTPUTS=0: the reference renders nothing (no comment, no Server-Timing).
+    await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.
     app.addHook('onRequest', (_request, _reply, done) => done());

@@ -11,7 +11,9 @@
 // (promise hooks on, nothing else); open (a profile per request with plain calls instead of
 // steps, no outputs, no results store); steps (+ the page's 10 steps); outputs (+ comment and
 // Server-Timing); dev (+ the results store: the default setup); ref (bench/reference.js, the
-// budget's reference profiler, on its real clock: `--configs none,ref,dev` puts it next to ours).
+// budget's reference profiler, on its real clock: `--configs none,ref,dev` puts it next to ours;
+// MP_DIRECT=1 makes its steps plain calls and REF_OUTPUTS=0 leaves out its comment and header, to
+// split it into the same layers).
 import http from 'node:http';
 import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -35,7 +37,7 @@ if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Num
 }
 const extra = CONFIGS[config];
 const s =
-  config === 'ref' ? referencePageStep : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
+  config === 'ref' ? (process.env.MP_DIRECT === '1' ? direct : referencePageStep) : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
 // FAKE_CLOCK=1: every reading 13 us after the last. Under valgrind real durations are ~50x longer
 // and vary run to run, and with them the profile's shape (blocking flags, overlaps, digits), so
 // its cost; a counter makes each request's profile the same. It also leaves out the event-loop
@@ -47,7 +49,7 @@ const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.
 const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
 
 const server = await servePage(framework, s, async (app) => {
-  if (config === 'ref') await installReference(framework, app);
+  if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
   if (framework === 'express') app.use(miniprof(options));
