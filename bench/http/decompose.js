@@ -1,10 +1,11 @@
 // `node bench/http/decompose.js <express|fastify> [rounds]`: where a developer request's server
-// CPU goes, part by part, and the budget's reference profiler (bench/reference.js) split alike. One bench server per row, all started at once and pinned to CPU 0, the
-// autocannon loader on CPU 1 (bench/http/children.js, as bench/run.js does); it loads them in turn
-// (50 connections, 2 s slices, SLICE=seconds to change), round after round, and
-// each row is the median CPU µs per request over the rounds, with its difference from the first
-// (no profiler). On this shared VM a row moves by about ±5 µs between runs: compare rows of one
-// run. Needs `npm run build` (MINIPROF_BENCH_DIST for another build).
+// CPU goes, part by part, and the budget's reference profiler (bench/reference.js) split alike.
+// One bench server per row, all started at once and pinned to CPU 0, the autocannon loader on
+// CPU 1 (bench/http/children.js, as bench/run.js does); it loads them in turn (50 connections, 2 s
+// slices, SLICE=seconds to change), round after round, and each row is the median CPU µs per
+// request over the rounds, with its difference from the first (no profiler). On this shared VM a
+// row moves by about ±5 µs between runs: compare rows of one run. Needs `npm run build`
+// (MINIPROF_BENCH_DIST for another build).
 import { fileURLToPath } from 'node:url';
 import { median, sideBySide } from './children.js';
 
