@@ -10,8 +10,10 @@
 // ALS, the framework's hooks) rather than by miniprof.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
+const now = () => performance.now();
+
 /** A step function on `als`: outside a store it calls `fn` and nothing else. */
-export function referenceStep(als, now = () => performance.now()) {
+export function referenceStep(als) {
   return function step(name, fn) {
     const parent = als.getStore();
     if (parent === undefined) return fn();
@@ -48,33 +50,33 @@ function walk(node, depth, rows) {
   return rows;
 }
 
-export function renderComment(root) {
+function renderComment(root) {
   let s = `\n<!-- ${root.name} ${(root.end - root.start).toFixed(2)} ms\n`;
   for (const r of walk(root, 1, [])) s += `${'  '.repeat(r.depth)}${r.name.replace(/--/g, '- -')} ${r.ms.toFixed(2)} ms\n`;
   return `${s}-->`;
 }
 
-export function renderServerTiming(root) {
+function renderServerTiming(root) {
   const parts = [`total;dur=${(root.end - root.start).toFixed(2)}`];
   let i = 0;
   for (const r of walk(root, 1, [])) parts.push(`s${i++};desc="${r.name.replace(/["\\\r\n]/g, '')}";dur=${r.ms.toFixed(2)}`);
   return parts.join(', ');
 }
 
-const rootOf = (req) => ({ name: `${req.method} ${req.url}`, start: performance.now(), end: 0, children: null });
+const rootOf = (req) => ({ name: `${req.method} ${req.url}`, start: now(), end: 0, children: null });
 
 /**
  * Express: every request profiled. `res.send` is wrapped so an HTML string gets the header and
  * the comment before Express sets Content-Length; the rest of the chain runs in the root's store.
  */
-export function referenceExpress(als, outputs = true) {
+function referenceExpress(als, outputs = true) {
   return (req, res, next) => {
     const root = rootOf(req);
     if (!outputs) return als.run(root, next);
     const send = res.send;
     res.send = function (body) {
       if (typeof body === 'string' && !this.headersSent) {
-        root.end = performance.now();
+        root.end = now();
         this.setHeader('Server-Timing', renderServerTiming(root));
         body += renderComment(root);
       }
@@ -85,7 +87,7 @@ export function referenceExpress(als, outputs = true) {
 }
 
 /** Fastify: the two global hooks the budget mentions, `onRequest` (enter) and `onSend` (render). */
-export function referenceFastify(als, outputs = true) {
+function referenceFastify(als, outputs = true) {
   const plugin = async (app) => {
     app.decorateRequest('refRoot', null);
     app.addHook('onRequest', (request, _reply, done) => {
@@ -96,7 +98,7 @@ export function referenceFastify(als, outputs = true) {
     app.addHook('onSend', (request, reply, payload, done) => {
       const root = request.refRoot;
       if (typeof payload !== 'string' || root === null) return done(null, payload);
-      root.end = performance.now();
+      root.end = now();
       reply.header('Server-Timing', renderServerTiming(root));
       done(null, payload + renderComment(root));
     });

@@ -45,14 +45,13 @@ const ratio = (s) => median(s.rows.map((r, i) => r.rps / base.rows[i].rps));
 const cpu = (s) => median(s.rows.map((r) => r.cpuUs));
 const sys = (s) => median(s.rows.map((r) => r.sysUs));
 console.log(`${framework}, Node ${process.version}, ${rounds} rounds of ${seconds} s; medians\n`);
-// User CPU apart: the kernel's share grows with any added work (waking the loader, above), so user
-// time is the closer measure of the work a row's code adds.
-const user = (s) => median(s.rows.map((r) => r.cpuUs - r.sysUs));
 console.log('| server | req/s | ratio | CPU µs/request | of which kernel | CPU over no profiler | user CPU over no profiler | over the spin |');
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const s of servers) {
   // Differences per round, then the median: the VM's phase moves every server of a round alike.
   const over = median(s.rows.map((r, i) => r.cpuUs - base.rows[i].cpuUs));
+  // User CPU apart: the kernel's share grows with any added work (waking the loader, above), so
+  // user time is the closer measure of the work a row's code adds.
   const userOver = median(s.rows.map((r, i) => r.cpuUs - r.sysUs - (base.rows[i].cpuUs - base.rows[i].sysUs)));
   const cells = [
     s.label,
