@@ -5,10 +5,10 @@ import { LinkedSet } from '../linked.js';
 
 /**
  * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the
- * profile was open. One unref'd 10 ms timer runs while at least one measured profile is open and
- * stops with the last one. Each tick's lateness is the delay; it is credited to every profile
- * open at that tick, and once more when a profile closes (a stall right before the response
- * shows up before the next tick would).
+ * profile was open. One unref'd 10 ms timer runs while at least one measured profile is open.
+ * Each tick's lateness is the delay; it is credited to every profile open at that tick (no more
+ * of it than the profile was open for), and once more when a profile closes (a stall right before
+ * the response shows up before the next tick would).
  *
  * Why not `perf_hooks.monitorEventLoopDelay`: its histogram is process-wide, so a per-profile
  * maximum needs a `reset()` at every profile boundary, and both `reset()` and `enable()` drop the
@@ -18,6 +18,12 @@ import { LinkedSet } from '../linked.js';
  *
  * Only profiles on the default clock are measured: the delay is real time, and a test's injected
  * clock must fully determine its output.
+ *
+ * The timer stops at the first tick that finds no profile open, not when the last one closes.
+ * Under load the count of open profiles touches zero between nearly every two requests (Fastify,
+ * 50 connections: 34,090 starts in 2 s for about as many requests), and a stop at each close
+ * cost a setInterval, an unref and a clearInterval per developer request. It runs at most one
+ * tick (10 ms) past the last profile.
  */
 const RESOLUTION_MS = 10;
 
@@ -26,14 +32,20 @@ const open = new LinkedSet<Profile>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;
 
-function credit(lag: number): void {
-  if (lag <= 0) return;
-  for (const p of open) if (lag > p.loopDelayMs) p.loopDelayMs = lag;
+/**
+ * A late tick's delay, as far as `p` saw it: a profile opened after the tick was due (a request
+ * that arrived right after someone's stall) was not there for all of it. Its `t0` is on this same
+ * clock: only default-clock profiles are sampled.
+ */
+function creditOne(p: Profile, lag: number, now: number): void {
+  const seen = Math.min(lag, now - p.t0);
+  if (seen > p.loopDelayMs) p.loopDelayMs = seen;
 }
 
 function tick(): void {
   const now = performance.now();
-  credit(now - last - RESOLUTION_MS);
+  const lag = now - last - RESOLUTION_MS;
+  if (lag > 0) for (const p of open) creditOne(p, lag, now);
   last = now;
   // A profile sealed without closeProfile (by hand) must not keep the timer going.
   for (const p of open) if (p.sealed) open.delete(p);
@@ -58,9 +70,8 @@ export function loopOpened(profile: Profile): void {
 /** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
 export function loopClosed(profile: Profile): void {
   if (!open.delete(profile)) return;
-  const lag = performance.now() - last - RESOLUTION_MS;
-  if (lag > profile.loopDelayMs) profile.loopDelayMs = lag;
-  if (open.size === 0) stop();
+  const now = performance.now();
+  creditOne(profile, now - last - RESOLUTION_MS, now);
 }
 
 /** @internal For tests: is the sampler running? */
