@@ -48,10 +48,10 @@ export function closeProfile(profile: Profile): void {
 }
 
 /**
- * How long the hooks stay on after the last profile closed. Toggling them costs 5-9 us each way
- * on Node 20, and requests that come one after another would pay it twice per request; a
- * profile opened within the grace finds them still on. The await tax on others lasts at most
- * this long after a developer's last request.
+ * How long the hooks stay on after the last profile closed, at least (at most twice this).
+ * Toggling them costs 5-9 us each way on Node 20, and requests that come one after another
+ * would pay it twice per request; a profile opened within the grace finds them still on. The
+ * await tax on others lasts at most twice this long after a developer's last request.
  */
 export const RELEASE_GRACE_MS = 20;
 
@@ -59,13 +59,34 @@ export const RELEASE_GRACE_MS = 20;
  * One timer for the process, made at load (outside any profile, so it carries no store; its first
  * run finds nothing to release) and re-armed with refresh(): nothing allocated per close.
  * Unref'd, so it never keeps a process alive.
+ *
+ * Not refreshed at every close: under load the count of open profiles touches zero between nearly
+ * every two requests (bench/RESULTS.md Run 13), and a close while the timer is pending only notes
+ * that the grace must start over when it fires.
  */
 const releaseTimer: NodeJS.Timeout | null = releasesHooks ? setTimeout(release, RELEASE_GRACE_MS).unref() : null;
+/** The timer is pending (it is at load). */
+let armed = releasesHooks;
+/** A last profile closed while the timer was pending: it must wait one more grace. */
+let closedSince = false;
 
 function releaseSoon(): void {
+  if (armed) {
+    closedSince = true;
+    return;
+  }
+  armed = true;
   releaseTimer!.refresh();
 }
 
 function release(): void {
+  if (open === 0 && closedSince) {
+    closedSince = false;
+    releaseTimer!.refresh();
+    return;
+  }
+  armed = false;
+  closedSince = false;
+  // With a profile open now, its close arms the timer again.
   if (open === 0) als.disable();
 }

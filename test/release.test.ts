@@ -61,6 +61,18 @@ describe('hook release after the last profile', () => {
     expect(enabled()).toBe(false);
   });
 
+  test('a last profile closed while the timer was pending still gets a whole grace', async () => {
+    await withProfile('first', async () => {});
+    // The timer armed at that close is due in RELEASE_GRACE_MS; this close comes before it fires.
+    await sleep(RELEASE_GRACE_MS * 0.75);
+    await withProfile('second', async () => {});
+    await sleep(RELEASE_GRACE_MS / 2);
+    // Past the first close's grace, within the second's.
+    expect(enabled()).toBe(true);
+    await sleep(RELEASE_GRACE_MS * 3 + 20);
+    expect(enabled()).toBe(false);
+  });
+
   test('a profile open at the timer does not lose its hooks', async () => {
     await withProfile('closed', async () => {});
     await withProfile('long', async () => {
