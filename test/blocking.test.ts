@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { renderServerTiming, renderText, step, withProfile } from '../src/index.js';
 import { loopSampling } from '../src/analysis/loop.js';
 import { als, openProfiles } from '../src/context.js';
@@ -177,6 +177,19 @@ describe('event-loop delay while a profile is open (real time)', () => {
     expect(json.root.children).toEqual([]);
     expect(renderText(profile)).toContain(`! event loop delayed up to ${json.eventLoopDelayMs!.toFixed(1)}ms while this profile was open\n`);
     expect(renderServerTiming(profile)).toContain(`event-loop;dur=${json.eventLoopDelayMs!.toFixed(1)};desc="largest event-loop delay", total;dur=`);
+  });
+
+  test('back-to-back profiles (the open count touching zero between them) do not restart the sampler each time', async () => {
+    const setIntervalSpy = vi.spyOn(globalThis, 'setInterval');
+    try {
+      const started = performance.now();
+      for (let i = 0; i < 50; i++) await withProfile(`request ${i}`, async () => {});
+      const ticks = Math.ceil((performance.now() - started) / 10);
+      // At most one start per tick that found nothing open; it was one start per profile.
+      expect(setIntervalSpy.mock.calls.length).toBeLessThanOrEqual(ticks + 1);
+    } finally {
+      setIntervalSpy.mockRestore();
+    }
   });
 
   test('a profile opened right after a stall is not credited with it, while one open through it is', async () => {

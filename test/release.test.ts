@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { currentProfile, step, withProfile } from '../src/index.js';
 import { als, openProfiles, RELEASE_GRACE_MS } from '../src/context.js';
 import { sleep } from './helpers/clock.js';
@@ -69,6 +69,21 @@ describe('hook release after the last profile', () => {
     await sleep(RELEASE_GRACE_MS / 2);
     // Past the first close's grace, within the second's.
     expect(enabled()).toBe(true);
+    await sleep(RELEASE_GRACE_MS * 3 + 20);
+    expect(enabled()).toBe(false);
+  });
+
+  test('back-to-back profiles do not re-arm the release timer at each close', async () => {
+    const timeoutProto = Object.getPrototypeOf(setTimeout(() => {}, 0)) as { refresh(): unknown };
+    const refresh = vi.spyOn(timeoutProto, 'refresh');
+    try {
+      const started = performance.now();
+      for (let i = 0; i < 50; i++) await withProfile(`request ${i}`, async () => {});
+      // Armed once, then at most once per grace that passed; it was once per profile.
+      expect(refresh.mock.calls.length).toBeLessThanOrEqual(Math.ceil((performance.now() - started) / RELEASE_GRACE_MS) + 1);
+    } finally {
+      refresh.mockRestore();
+    }
     await sleep(RELEASE_GRACE_MS * 3 + 20);
     expect(enabled()).toBe(false);
   });
