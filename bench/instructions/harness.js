@@ -57,9 +57,14 @@ const server = await servePage(framework, s, async (app) => {
 });
 // Switches the promise hooks on for the rest of the process, as a first profile would on Node <= 22.
 if (config === 'hooks') new AsyncLocalStorage().enterWith({});
-// One request at a time (IN_FLIGHT=1) repeats best, but each close would then be the last open
-// profile: the hooks' release and the loop sampler's stop would hang on wall-clock time, which
-// valgrind stretches. A profile kept open all run keeps both on, as concurrent load does.
+// One request at a time (IN_FLIGHT=1) repeats best, but each close is then the last open profile,
+// and the hooks' release timer fires on wall-clock time, which valgrind stretches: a profile kept
+// open all run keeps the count steady. It is not what load looks like. Under bench/run.js's 50
+// connections the open count touches zero between nearly every two requests too (bench/RESULTS.md
+// Run 13), and this setting hid what each such close cost: a refresh of the release timer (7,249
+// instructions a Fastify developer request, counted with KEEP_OPEN=0 against 1) and, on the real
+// clock, a restart of the loop sampler. Both now only note the close; KEEP_OPEN=0 and 1 differ by
+// ~1,500 (the release timer's own firings).
 if (extra !== null && config !== 'nondev' && process.env.KEEP_OPEN === '1') {
   // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
   // request depend on how fast valgrind runs that minute.
