@@ -54,7 +54,7 @@ function profile(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply
  * closure (1,840 on `res`, whatever the closure held); miniprof's developer request went from
  * ~1,000-1,900 to ~100. The promoted garbage is what the scavenger copies and what a full GC
  * must then collect: several microseconds of GC per request under load (bench/RESULTS.md).
- * Listeners (`once('close', fn)`) are not affected; they are shared functions here anyway.
+ * Listeners (`on('close', fn)`) are not affected; they are shared functions here anyway.
  */
 class Hook {
   readonly state: ProfiledResponse;
@@ -159,7 +159,9 @@ function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, re
   reply.send = sendWithComment;
   reply.hijack = hijackReply;
   raw.writeHead = writeHeadWithTiming as ServerResponse['writeHead'];
-  raw.once('close', onClose);
+  // `on`, not `once`: 'close' comes once, and once()'s wrapper is a bound function and a state
+  // object per request, and a removeListener at the emit. A second 'close' finds the profile sealed.
+  raw.on('close', onClose);
   return hook;
 }
 
