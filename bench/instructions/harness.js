@@ -63,8 +63,8 @@ if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 // connections the open count touches zero between nearly every two requests too (bench/RESULTS.md
 // Run 13), and this setting hid what each such close cost: a refresh of the release timer (7,249
 // instructions a Fastify developer request: KEEP_OPEN=0, the build before and after the fix) and,
-// on the real clock, a restart of the loop sampler. Both now only note the close; KEEP_OPEN=0 and 1 differ by
-// ~1,500 (the release timer's own firings).
+// on the real clock, a restart of the loop sampler. Both now only note the close; KEEP_OPEN=0
+// and 1 differ by ~1,500 (the release timer's own firings).
 if (extra !== null && config !== 'nondev' && process.env.KEEP_OPEN === '1') {
   // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
   // request depend on how fast valgrind runs that minute.
