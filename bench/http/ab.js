@@ -13,7 +13,7 @@
 // same round, and of its server CPU µs per request over that server's.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { median, sideBySide } from './children.js';
+import { median, perRound, sideBySide } from './children.js';
 
 const [framework, a, b, rounds = '7', repeats = '3'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || a === undefined || b === undefined || !(Number(rounds) > 0) || !(Number(repeats) > 0)) {
@@ -33,8 +33,8 @@ const none = slices[0];
 console.log(`${framework}, Node ${process.version}, ${rounds} rounds, ${repeats} copies of each row, ${new Date().toISOString()}\n`);
 console.log('| server | × unprofiled (median per round) | CPU µs per request over unprofiled | GC pause µs per request |\n| --- | ---: | ---: | ---: |');
 ROWS.forEach(([label], i) => {
-  const ratio = median(slices[i].map((x, k) => x.rps / none[k].rps));
-  const over = median(slices[i].map((x, k) => x.cpuUs - none[k].cpuUs));
+  const ratio = perRound(slices[i], none, (x, n) => x.rps / n.rps);
+  const over = perRound(slices[i], none, (x, n) => x.cpuUs - n.cpuUs);
   const gc = median(slices[i].map((x) => x.gcUs));
   console.log(`| ${label} | ${ratio.toFixed(3)} | ${i === 0 ? '' : `+${over.toFixed(1)}`} | ${gc.toFixed(1)} |`);
 });

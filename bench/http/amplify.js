@@ -12,7 +12,7 @@
 // server's write), and every added cost pays it, ours or anyone's. The spin rows show the ratio
 // the budget's figures would be for work of that size with nothing of a profiler in it.
 import { fileURLToPath } from 'node:url';
-import { median, sideBySide } from './children.js';
+import { median, perRound, sideBySide } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
@@ -41,7 +41,7 @@ const servers = ROWS.map(([label, , spin], i) => ({ label, spin, rows: slices[i]
 const seconds = Number(process.env.SLICE ?? 2);
 const base = servers[0];
 // Ratios per round (each row against the unprofiled server of the same round), then the median.
-const ratio = (s) => median(s.rows.map((r, i) => r.rps / base.rows[i].rps));
+const ratio = (s) => perRound(s.rows, base.rows, (r, b) => r.rps / b.rps);
 const cpu = (s) => median(s.rows.map((r) => r.cpuUs));
 const sys = (s) => median(s.rows.map((r) => r.sysUs));
 console.log(`${framework}, Node ${process.version}, ${rounds} rounds of ${seconds} s; medians\n`);
@@ -49,10 +49,10 @@ console.log('| server | req/s | ratio | CPU µs/request | of which kernel | CPU 
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const s of servers) {
   // Differences per round, then the median: the VM's phase moves every server of a round alike.
-  const over = median(s.rows.map((r, i) => r.cpuUs - base.rows[i].cpuUs));
+  const over = perRound(s.rows, base.rows, (r, b) => r.cpuUs - b.cpuUs);
   // User CPU apart: the kernel's share grows with any added work (waking the loader, above), so
   // user time is the closer measure of the work a row's code adds.
-  const userOver = median(s.rows.map((r, i) => r.cpuUs - r.sysUs - (base.rows[i].cpuUs - base.rows[i].sysUs)));
+  const userOver = perRound(s.rows, base.rows, (r, b) => r.cpuUs - r.sysUs - (b.cpuUs - b.sysUs));
   const cells = [
     s.label,
     median(s.rows.map((r) => r.rps)).toFixed(0),

@@ -53,10 +53,17 @@ export async function slice(server, port, loader, seconds, connections) {
 export const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 
 /**
+ * A row against the base row (the unprofiled server), round by round: the median over the rounds
+ * of `fn(this row's slice, the base's slice of the same round)`. Every server of a round shares
+ * the VM's phase of that minute, so differences and ratios are taken within a round.
+ */
+export const perRound = (row, base, fn) => median(row.map((x, i) => fn(x, base[i])));
+
+/**
  * Bench servers side by side on CPU 0, loaded in turn by one autocannon loader on CPU 1 (50
  * connections): each row (`{ config, env, execArgv }`) gets a 1 s warm-up slice, then `rounds`
  * slices of SLICE seconds (default 2), round after round. Resolves each row's slices, in order.
- * Shared by bench/http/decompose.js and bench/http/amplify.js.
+ * Shared by bench/http/decompose.js, bench/http/amplify.js and bench/http/ab.js.
  */
 export async function sideBySide(framework, rows, rounds) {
   const loader = (await startLoader()).cp;

@@ -7,7 +7,7 @@
 // row moves by about ±5 µs between runs: compare rows of one run. Needs `npm run build`
 // (MINIPROF_BENCH_DIST for another build).
 import { fileURLToPath } from 'node:url';
-import { median, sideBySide } from './children.js';
+import { median, perRound, sideBySide } from './children.js';
 
 const [framework = 'fastify', rounds = '5'] = process.argv.slice(2);
 if (!['express', 'fastify'].includes(framework) || !(Number(rounds) > 0)) {
@@ -37,7 +37,7 @@ const slices = await sideBySide(
 const servers = ROWS.map(([label], i) => ({ label, cpu: slices[i].map((x) => x.cpuUs) }));
 const base = median(servers[0].cpu);
 // Also per round: every server of a round shares the VM's phase of that minute.
-const overPerRound = (s) => median(s.cpu.map((c, i) => c - servers[0].cpu[i]));
+const overPerRound = (s) => perRound(s.cpu, servers[0].cpu, (c, b) => c - b);
 console.log(`${framework}, Node ${process.version}, ${rounds} rounds: server CPU µs per request (median), over no profiler\n`);
 console.log('| server | CPU µs/request | over no profiler | over it, per round | rounds |\n| --- | ---: | ---: | ---: | --- |');
 for (const s of servers) {
