@@ -775,6 +775,8 @@ describe.each([
           },
         ],
         ['writeHead(200, obj)', (res) => res.writeHead(200, { 'Content-Type': 'text/html', 'X-App': 'a', 'Server-Timing': 'app;dur=1' })],
+        // Lowercase keys and no header set before: ours go into a copy of the object (Fastify's way).
+        ['writeHead(200, lowercase obj)', (res) => res.writeHead(200, { 'content-type': 'text/html', 'x-app': 'a', 'server-timing': 'app;dur=1' })],
         [
           "writeHead(200, 'OK', obj)",
           (res) => res.writeHead(200, 'OK', { 'Content-Type': 'text/html', 'X-App': 'a', 'Server-Timing': 'app;dur=1' }),
@@ -877,6 +879,41 @@ describe.each([
         expect(other.payload.toString()).toBe(PAGE);
       });
 
+      it('C4: writeHead(200, lowercase obj) with no header set before: merged as Node would, the shared obj unchanged, the response keeps no headers of its own', async () => {
+        const SHARED = Object.freeze({
+          'content-type': 'text/html',
+          'server-timing': ['app;dur=1', 'db;dur=2'],
+          etag: '"2"',
+          'cache-control': 'public, max-age=60, no-transform',
+          link: '</b>; rel=preload',
+        });
+        let names: string[] | undefined;
+        const app = (a_: Express) =>
+          a_.disable('x-powered-by').get('/shared', (_req, res) => {
+            res.writeHead(200, SHARED);
+            names = res.getHeaderNames();
+            res.end(PAGE);
+          });
+        const port = await start([mp({ isDeveloper: (req) => req.headers['x-dev'] === '1' })], app);
+        const r = await raw(port, { path: '/shared', headers: { 'X-Dev': '1' } });
+        expect(r.status).toBe(200);
+        expect(header(r, 'content-type')).toBe('text/html');
+        expect(header(r, 'etag')).toBeUndefined();
+        expect(header(r, 'cache-control')).toBe('private, no-store, no-transform');
+        expect(header(r, 'server-timing')).toBe('app;dur=1, db;dur=2, total;dur=0.0');
+        const id = header(r, 'x-miniprof-id');
+        expect(id).toMatch(/^[0-9a-f-]{36}$/);
+        expect(header(r, 'link')).toBe(`</b>; rel=preload, </_miniprof/${id}>; rel="related"; title="miniprof"`);
+        // As without miniprof: headers given to writeHead are written, not kept on the response.
+        expect(names).toEqual([]);
+        const other = await raw(port, { path: '/shared' });
+        expect(header(other, 'etag')).toBe('"2"');
+        expect(header(other, 'cache-control')).toBe('public, max-age=60, no-transform');
+        expect(header(other, 'server-timing')).toBe('app;dur=1, db;dur=2');
+        expect(header(other, 'link')).toBe('</b>; rel=preload');
+        expect(header(other, 'x-miniprof-id')).toBeUndefined();
+        expect(names).toEqual([]);
+      });
     });
 
     describe('C5: compression() in both registration orders', () => {

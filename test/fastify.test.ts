@@ -654,6 +654,38 @@ describe('developer output', () => {
     expect(header(parse(await rawGet(port, '/on-send')), 'server-timing')).toBe('edge;dur=0.5, s;dur=2.0, total;dur=2.0');
   });
 
+  it('C4: our headers go into a copy of the headers Fastify gives writeHead: the raw response keeps none of its own, as without the plugin; one set on it takes the merging way', async () => {
+    const seen: Record<string, string[]> = {};
+    const routes = (a: FastifyInstance) => {
+      a.addHook('onResponse', async (req, reply) => {
+        seen[`${req.url} ${req.headers['x-dev'] ?? ''}`] = reply.raw.getHeaderNames();
+      });
+      a.get('/page', async (_req, reply) => reply.header('etag', '"v1"').header('link', '</a>; rel=preload').type('text/html').send(HTML));
+      a.get('/raw-set', async (_req, reply) => {
+        reply.raw.setHeader('x-raw', 'kept');
+        return reply.header('etag', '"v1"').type('text/html').send(HTML);
+      });
+    };
+    const port = await listen(await build(byHeader, routes));
+    const r = parse(await rawGet(port, '/page', dev));
+    expect(r.status).toBe(200);
+    expect(header(r, 'etag')).toBeUndefined();
+    expect(header(r, 'cache-control')).toBe('private, no-store');
+    const id = header(r, 'x-miniprof-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(header(r, 'link')).toBe(`</a>; rel=preload, </_miniprof/${id}>; rel="related"; title="miniprof"`);
+    expect(header(r, 'server-timing')).toMatch(/total;dur=/);
+    await rawGet(port, '/page');
+    expect(seen['/page 1']).toEqual([]);
+    expect(seen['/page ']).toEqual([]);
+    const m = parse(await rawGet(port, '/raw-set', dev));
+    expect(header(m, 'x-raw')).toBe('kept');
+    expect(header(m, 'etag')).toBeUndefined();
+    expect(header(m, 'cache-control')).toBe('private, no-store');
+    expect(header(m, 'server-timing')).toMatch(/total;dur=/);
+    expect(seen['/raw-set 1']).toEqual(expect.arrayContaining(['x-raw', 'content-type', 'cache-control', 'server-timing']));
+  });
+
   it('A6: cache headers: private, no-store and no ETag; a developer\'s conditional GET gets a fresh 200, not a 304', async () => {
     const app = await build(byHeader, matrixRoutes);
     const port = await listen(app);

@@ -11,6 +11,7 @@ import { linkHeaders, saveProfile } from '../results/save.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import type { Linked } from '../linked.js';
 import { monotonic } from '../clock.js';
+import type { HeaderTarget } from './write-head.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -98,25 +99,25 @@ export class ProfiledResponse implements Expiring {
     }
   }
 
-  /** From the `writeHead` hook: cache safety and `Server-Timing`. */
-  writeHeaders(res: ServerResponse): void {
+  /** From the `writeHead` hook: cache safety and `Server-Timing`, into the response or the headers given to writeHead. */
+  writeHeaders(h: HeaderTarget): void {
     if (this.hijacked) return;
     try {
       // no-transform stays: compression() reads it in a header hook that runs after this one.
-      res.setHeader('Cache-Control', noTransform(res) ? 'private, no-store, no-transform' : 'private, no-store');
-      res.removeHeader('ETag');
-      if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(res, this.cfg.results.basePath, this.profile.id);
+      h.setHeader('Cache-Control', noTransform(h) ? 'private, no-store, no-transform' : 'private, no-store');
+      h.removeHeader('etag');
+      if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
       if (st === null) return;
-      if (!st.crossOrigin && allowsAnyOrigin(res.getHeader('timing-allow-origin'))) {
+      if (!st.crossOrigin && allowsAnyOrigin(h.getHeader('timing-allow-origin'))) {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
       const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes });
-      const prev = res.getHeader('server-timing');
-      if (prev === undefined) res.setHeader('Server-Timing', value);
-      else if (Array.isArray(prev)) res.setHeader('Server-Timing', [...prev, value]);
-      else res.setHeader('Server-Timing', `${String(prev)}, ${value}`);
+      const prev = h.getHeader('server-timing');
+      if (prev === undefined) h.setHeader('Server-Timing', value);
+      else if (Array.isArray(prev)) h.setHeader('Server-Timing', [...prev, value]);
+      else h.setHeader('Server-Timing', `${String(prev)}, ${value}`);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }

@@ -1,14 +1,52 @@
-import type { ServerResponse } from 'node:http';
+import { OutgoingMessage, validateHeaderValue, type ServerResponse } from 'node:http';
 import type { ProfiledResponse } from './response.js';
 
 /** `end` or `writeHead` as found on a response or a prototype. */
 export type ResMethod = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
+/** Where writeHeaders puts our headers: the response itself, or the headers given to writeHead. */
+export interface HeaderTarget {
+  getHeader(name: string): unknown;
+  setHeader(name: string, value: string | string[]): unknown;
+  removeHeader(name: string): void;
+}
+
 /**
- * A developer's response's writeHead, as on-headers does it: at the first call only, headers
- * passed to writeHead become the response's own first (so ours merge with them rather than being
- * overwritten), then ours, then `head` (the writeHead the app would have reached) with the status
- * (and reason) only. Later calls go straight to `head`, as on-headers fired once.
+ * The headers object an app gave writeHead, while the response has none of its own (Fastify
+ * writes every response so): ours go into a copy of it, and it is handed to writeHead whole.
+ * Keys are lowercase (checked by `givenHeaders`), so are the names looked up. @internal
+ */
+export class GivenHeaders implements HeaderTarget {
+  readonly h: Record<string, unknown>;
+  constructor(h: Record<string, unknown>) {
+    this.h = h;
+  }
+  getHeader(name: string): unknown {
+    return this.h[name];
+  }
+  /** Refuses what `res.setHeader` would (our names are valid): writeHead must not throw for us. */
+  setHeader(name: string, value: string | string[]): void {
+    // An array is checked joined, as setHeader checks it.
+    validateHeaderValue(name, value as string);
+    this.h[name.toLowerCase()] = value;
+  }
+  removeHeader(name: string): void {
+    if (this.h[name] !== undefined) delete this.h[name];
+  }
+}
+
+/**
+ * A developer's response's writeHead, as on-headers does it: at the first call only, our headers
+ * are merged with those passed to writeHead, then `head` (the writeHead the app would have
+ * reached) is called. Later calls go straight to `head`, as on-headers fired once.
+ *
+ * Two ways to merge. While the response has no headers of its own and the given ones are an
+ * object with lowercase keys (Fastify's, on every response), ours go into a copy of that object
+ * and writeHead gets it whole, as it would have without us. Otherwise the given headers become the
+ * response's own first (so ours merge with them rather than being overwritten), then ours, then
+ * `head` with the status (and reason) only. The first way skips a `setHeader` per header (its
+ * lowercasing, its `[name, value]` pair, a store into a dictionary-mode object): 0.5 against
+ * 1.3 µs for Fastify's two headers and two of ours (scratch micro, Node 20).
  *
  * Not on-headers itself: it puts a new closure on each response, and a per-request closure kept
  * in a property of `res` got everything of the request promoted to the old generation (see
@@ -22,10 +60,44 @@ export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args
   const at = n > 1 && typeof args[1] === 'string' ? 2 : 1;
   const given: unknown = n > at ? args[at] : undefined;
   res.statusCode = args[0] as number;
+  const own = givenHeaders(res, given);
+  if (own !== null) {
+    state.writeHeaders(new GivenHeaders(own));
+    return at === 2 ? head.call(res, args[0], args[1], own) : head.call(res, args[0], own);
+  }
   if (Array.isArray(given)) setFromArray(res, given);
   else if (given !== null && typeof given === 'object') for (const k of Object.keys(given)) res.setHeader(k, (given as Record<string, never>)[k]);
   state.writeHeaders(res);
   return at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]);
+}
+
+/**
+ * A copy of `given` for the first way (see writeHeadWith), or null. What writeHead does with it
+ * is unchanged: it reads an object's own enumerable keys (for-in, hasOwnProperty) whichever way
+ * it is built, and only when the response has no headers of its own.
+ */
+function givenHeaders(res: ServerResponse, given: unknown): Record<string, unknown> | null {
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) return null;
+  // A `setHeader` of the response's own (a seam that watches or refuses headers) sees ours.
+  if (res.setHeader !== NODE_SET_HEADER || res.getHeaderNames().length !== 0) return null;
+  const out: Record<string, unknown> = {};
+  for (const k in given) {
+    if (!Object.hasOwn(given, k)) continue;
+    // An assignment of "__proto__" would set the copy's prototype.
+    if (k === '__proto__' || !lowercase(k)) return null;
+    out[k] = (given as Record<string, unknown>)[k];
+  }
+  return out;
+}
+
+const NODE_SET_HEADER = OutgoingMessage.prototype.setHeader;
+
+function lowercase(k: string): boolean {
+  for (let i = 0; i < k.length; i++) {
+    const c = k.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) return false;
+  }
+  return true;
 }
 
 /** `[[name, value], …]` or `[name, value, name, value, …]`, the two forms writeHead takes. */

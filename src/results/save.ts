@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { HeaderTarget } from '../http/write-head.js';
 import { report, type InternalErrorHandler } from '../errors.js';
 import type { ProfileJSON } from '../profile.js';
 import { SAVE_SEALED, type ProfileStore, type SealedSave } from './store.js';
@@ -22,7 +22,7 @@ export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSO
 }
 
 /** `X-Miniprof-Id` and a `Link` to the page, appended to a `Link` the app set. */
-export function linkHeaders(res: ServerResponse, base: string, id: string): void {
+export function linkHeaders(res: HeaderTarget, base: string, id: string): void {
   res.setHeader('X-Miniprof-Id', id);
   const link = `<${base}/${id}>; rel="related"; title="miniprof"`;
   const prev = res.getHeader('link');
