@@ -308,6 +308,21 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(out.headers['set-cookie']).toEqual(['miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax']);
     });
 
+    test('A3 by peer address: two loopback peers, alternating, each list only its own (the owner string is remembered per peer)', async () => {
+      const store = watched();
+      const { port } = await both({ isDeveloper: () => true, results: { store, listLimit: 100 } } as never);
+      const peers = ['127.0.0.1', '127.0.0.2', '127.0.0.2', '127.0.0.1', '127.0.0.1', '127.0.0.2'];
+      const ids: string[] = [];
+      for (const localAddress of peers) ids.push((await raw(port, { path: '/api', localAddress })).headers['x-miniprof-id']![0]!);
+      await waitFor(() => ids.every((id) => store.saved.includes(id)));
+      const listed = async (localAddress: string) =>
+        [...(await raw(port, { path: '/_miniprof/', localAddress })).payload.toString().matchAll(/href="\/_miniprof\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
+      const own = (who: string) => [...new Set(ids.filter((_, i) => peers[i] === who))].reverse();
+      expect(new Set(await listed('127.0.0.1'))).toEqual(new Set(own('127.0.0.1')));
+      expect(new Set(await listed('127.0.0.2'))).toEqual(new Set(own('127.0.0.2')));
+      expect(own('127.0.0.1')).toHaveLength(3);
+    });
+
     test('A3 under concurrency: 60 interleaved requests of two opted-in developers; each list is exactly its own', async () => {
       const store = watched();
       const { port } = await both({ isDeveloper, secret: SECRET, results: { store, listLimit: 100 } } as never);

@@ -63,7 +63,7 @@ export function decide<Req>(
 
 function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
   const fn = cfg.results?.owner ?? null;
-  if (fn === null) return { owner: `peer:${cfg.peer(req) ?? ''}`, optIn: null };
+  if (fn === null) return { owner: peerOwner(cfg.peer(req) ?? ''), optIn: null };
   let id: unknown;
   try {
     id = fn(req);
@@ -72,6 +72,22 @@ function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
     return null;
   }
   return typeof id === 'string' && id.length > 0 ? { owner: `app:${id}`, optIn: null } : null;
+}
+
+let lastPeer = '';
+let lastOwner = 'peer:';
+
+/**
+ * The owner of a peer's profiles, the same string object while the peer is: the store looks it up
+ * in a Map, and a new `peer:…` string per request (a cons string of 14+ characters) had to be
+ * flattened and hashed each time.
+ */
+function peerOwner(peer: string): string {
+  if (peer !== lastPeer) {
+    lastPeer = peer;
+    lastOwner = `peer:${peer}`;
+  }
+  return lastOwner;
 }
 
 /** One prefix test on the raw URL: the only cost results add to a developer's ordinary request. */

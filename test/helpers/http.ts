@@ -72,6 +72,8 @@ export interface RawRequest {
   body?: string | Buffer | Array<string | Buffer>;
   /** Pause between chunks of an array body. Default 0 (still one write per chunk). */
   chunkDelayMs?: number;
+  /** The client's address, another loopback one for a second peer (`127.0.0.2`). */
+  localAddress?: string;
 }
 
 export interface RawResponse {
@@ -94,7 +96,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Send one request on a new socket and read until the server closes it. */
 export async function raw(port: number, req: RawRequest = {}, timeoutMs = 5000): Promise<RawResponse> {
-  const socket = net.connect(port, '127.0.0.1');
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress: req.localAddress });
   const got: Buffer[] = [];
   socket.on('data', (b: Buffer) => got.push(b));
   const done = new Promise<Buffer>((resolve, reject) => {
