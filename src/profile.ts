@@ -210,7 +210,7 @@ export class Profile implements Linked {
   seal(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
     this.stopRoot();
-    const json = this.reusable() ?? this.snapshot();
+    const json = this.reusable() ?? this.snapshot(false);
     this.frozenJSON = null;
     this.sealedJSON = json;
     detach(this.root);
@@ -224,7 +224,7 @@ export class Profile implements Linked {
    * copy the results store keeps.
    */
   toJSON(): ProfileJSON {
-    return this.sealedJSON === null ? this.snapshot() : jsonCopy(this.sealedJSON);
+    return this.sealedJSON === null ? this.snapshot(true) : jsonCopy(this.sealedJSON);
   }
 
   /**
@@ -232,7 +232,7 @@ export class Profile implements Linked {
    * sealed it is the one object the store keeps, so callers must not change it.
    */
   data(): ProfileJSON {
-    return this.sealedJSON ?? this.snapshot();
+    return this.sealedJSON ?? this.snapshot(false);
   }
 
   /**
@@ -243,7 +243,7 @@ export class Profile implements Linked {
   freeze(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
     sawRunning = false;
-    const json = this.snapshot();
+    const json = this.snapshot(false);
     // A running step or custom timing would be measured to a later "now" at the seal.
     if (sawRunning) {
       this.frozenJSON = this.frozenKey = null;
@@ -282,11 +282,17 @@ export class Profile implements Linked {
     return json;
   }
 
-  private snapshot(): ProfileJSON {
+  /**
+   * `own`: the caller's own copy (`toJSON`), every array its own. Otherwise miniprof's (outputs,
+   * seal, store), whose leaves share one frozen empty `children`: a third of a sealed profile's
+   * objects, allocated and (by the store) kept per developer request for nothing.
+   */
+  private snapshot(own: boolean): ProfileJSON {
     const now = this.nowUs();
     const warnings = this.warnings.slice();
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
+    leafChildren = own ? null : NO_CHILDREN;
     let root: TimingJSON;
     try {
       root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
@@ -328,6 +334,9 @@ export class Profile implements Linked {
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
+/** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf). */
+let leafChildren: TimingJSON[] | null = null;
+const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
 
@@ -340,7 +349,7 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     name: node.name,
     startMs: ms(node.startUs),
     durationMs: ms(d > 0 ? d : 0),
-    children: node.children === null ? [] : node.children.map((c) => nodeJSON(c, now, blockingUs)),
+    children: node.children === null ? (leafChildren ?? []) : node.children.map((c) => nodeJSON(c, now, blockingUs)),
   };
   const custom = customsNow === null ? undefined : customsNow.get(node);
   if (custom !== undefined) {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { currentProfile, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
+import { currentProfile, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { als } from '../src/context.js';
 import { resolveCore } from '../src/options.js';
 import { Profile } from '../src/profile.js';
@@ -115,6 +115,35 @@ describe('toJSON: the v1 shape', () => {
     expect(profile.data()).toBe(profile.data());
     expect(JSON.parse(JSON.stringify(profile))).toEqual(profile.toJSON());
     expect(profile.durationMs).toBe(376.9);
+  });
+
+  test('a leaf\'s children in toJSON() are the caller\'s own, open or sealed; miniprof\'s own JSON shares one frozen empty array', async () => {
+    const leaves = (t: TimingJSON, out: TimingJSON[][] = []): TimingJSON[][] => {
+      if (t.children.length === 0) out.push(t.children);
+      for (const c of t.children) leaves(c, out);
+      return out;
+    };
+    let open: ProfileJSON | undefined;
+    const { profile } = await withProfile('job', async () => {
+      step('a', () => 1);
+      step('b', () => 1);
+      open = currentProfile()!.toJSON();
+    });
+    const mine = leaves(open!.root);
+    expect(mine).toHaveLength(2);
+    // Each leaf's array is its own: a push lands in that one only, and nothing of the profile's.
+    mine[0]!.push({ name: 'x', startMs: 0, durationMs: 0, children: [] });
+    expect(mine[1]).toEqual([]);
+    const sealed = (profile as unknown as { data(): ProfileJSON }).data();
+    const shared = leaves(sealed.root);
+    expect(shared).toHaveLength(2);
+    expect(shared[0]).toBe(shared[1]);
+    expect(Object.isFrozen(shared[0])).toBe(true);
+    expect(shared[0]).toEqual([]);
+    const copy = leaves(profile.toJSON().root);
+    expect(copy[0]).not.toBe(copy[1]);
+    copy[0]!.push({ name: 'y', startMs: 0, durationMs: 0, children: [] });
+    expect(leaves(profile.toJSON().root)).toEqual([[], []]);
   });
 
   test('the request field is a copy of what the adapter gave', () => {
