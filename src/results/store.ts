@@ -33,7 +33,11 @@ export interface ProfileSummary {
  * app.use(miniprof({ results: { store } }));
  */
 export interface ProfileStore {
-  /** Keep `profile` for `owner`; the store applies its own bounds (count, bytes, age). */
+  /**
+   * Keep `profile` for `owner`; the store applies its own bounds (count, bytes, age). `profile`
+   * is miniprof's own sealed JSON, also read by its outputs: serialize or copy it, never change it
+   * (parts of it are frozen and shared between nodes).
+   */
   save(owner: string, profile: ProfileJSON): Promise<void>;
   /** The profile `id` if it belongs to `owner` and has not expired, else `undefined`. */
   get(owner: string, id: string): Promise<ProfileJSON | undefined>;
