@@ -284,12 +284,13 @@ export class Profile implements Linked {
 
   /**
    * `own`: the caller's own copy (`toJSON`), every array its own. Otherwise miniprof's (outputs,
-   * seal, store), whose leaves share one frozen empty `children`: a third of a sealed profile's
-   * objects, allocated and (by the store) kept per developer request for nothing.
+   * seal, store), whose leaves (and an empty `warnings`) share one frozen empty array: a third of
+   * a sealed profile's objects, allocated and (by the store) kept per developer request for nothing.
    */
   private snapshot(own: boolean): ProfileJSON {
     const now = this.nowUs();
-    const warnings = this.warnings.slice();
+    // Most profiles have none: miniprof's own JSON shares one frozen empty list, as for leaves.
+    const warnings = own || this.warnings.length !== 0 || this.extraWarnings > 0 ? this.warnings.slice() : (NO_CHILDREN as unknown as string[]);
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
@@ -334,7 +335,7 @@ export class Profile implements Linked {
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
-/** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf). */
+/** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf), and an empty `warnings`. */
 let leafChildren: TimingJSON[] | null = null;
 const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */

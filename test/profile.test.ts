@@ -140,6 +140,8 @@ describe('toJSON: the v1 shape', () => {
     expect(shared[0]).toBe(shared[1]);
     expect(Object.isFrozen(shared[0])).toBe(true);
     expect(shared[0]).toEqual([]);
+    expect(sealed.warnings).toBe(shared[0]);
+    expect(open!.warnings).not.toBe(profile.toJSON().warnings);
     const copy = leaves(profile.toJSON().root);
     expect(copy[0]).not.toBe(copy[1]);
     copy[0]!.push({ name: 'y', startMs: 0, durationMs: 0, children: [] });
