@@ -5,7 +5,10 @@
 //
 // By default one request is in flight at a time, the profiles run on a counter clock and one
 // profile is kept open all run (see harness.js): repeated runs then agree to about 1%, so a change
-// of 5,000 instructions per request can be seen. `--load` has 25 in flight on the real clock, as
+// of 5,000 instructions per request can be seen. Not the `dev` row over the default window: the
+// profiles its results store keeps bring a major GC every few thousand requests, and whether one
+// falls between --from and --to moved it by up to 30,000; with `--to 14000` runs agree within
+// ~4,000 (bench/RESULTS.md Run 14). `--load` has 25 in flight on the real clock, as
 // under load, but two identical runs can differ by 50,000 (sockets are batched differently and
 // valgrind stretches every duration, and with it the profiles' shapes).
 //
