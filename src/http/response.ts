@@ -99,7 +99,10 @@ export class ProfiledResponse implements Expiring {
     }
   }
 
-  /** From the `writeHead` hook: cache safety and `Server-Timing`, into the response or the headers given to writeHead. */
+  /**
+   * From the `writeHead` hook: cache safety and `Server-Timing`, set on the response or in the
+   * headers given to writeHead (see writeHeadWith).
+   */
   writeHeaders(h: HeaderTarget): void {
     if (this.hijacked) return;
     try {
