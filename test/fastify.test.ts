@@ -2,6 +2,7 @@
 // (`listen({ port: 0, host: '127.0.0.1' })` + node:net / node:http) where the behaviour depends
 // on them, `inject` where it does not. Hazard IDs are those of reliability.md.
 import http from 'node:http';
+import http2 from 'node:http2';
 import net from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +12,7 @@ import compress from '@fastify/compress';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/fastify.js';
 import { als, openProfiles } from '../src/context.js';
-import { currentProfile, step } from '../src/index.js';
+import { currentProfile, memoryStore, step } from '../src/index.js';
 import type { Profile, ProfileJSON, TimingJSON } from '../src/index.js';
 import { leaveDuringBody } from './helpers/http.js';
 
@@ -1418,6 +1419,81 @@ describe('async context (D1, D2, D5)', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
+  interface H2Response {
+    headers: http2.IncomingHttpHeaders;
+    body: string;
+  }
+  async function h2App(mp: Options | null, routes: (app: FastifyInstance) => void): Promise<{ url: string; store: ReturnType<typeof memoryStore> }> {
+    const store = memoryStore();
+    const app = Fastify({ logger: false, http2: true }) as unknown as FastifyInstance;
+    apps.push(app);
+    if (mp !== null) await app.register(miniprof, { ...mp, results: { store } });
+    routes(app);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { url: `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}`, store };
+  }
+  function h2get(url: string, path: string, headers: Record<string, string> = {}): Promise<H2Response> {
+    const client = http2.connect(url);
+    return new Promise<H2Response>((resolve, reject) => {
+      const req = client.request({ ':path': path, ...headers });
+      let body = '';
+      let got: http2.IncomingHttpHeaders = {};
+      req.setEncoding('utf8');
+      req.on('response', (h) => (got = h));
+      req.on('data', (c: string) => (body += c));
+      req.on('end', () => resolve({ headers: got, body }));
+      req.on('error', reject);
+    }).finally(() => client.close());
+  }
+  const routes = (a: FastifyInstance) => {
+    a.get('/page', async (_req, reply) => {
+      await step('work', () => sleep(2));
+      return reply.type('text/html').send(HTML);
+    });
+    a.get('/slow', async (_req, reply) => {
+      await step('before', () => sleep(1));
+      await sleep(150);
+      await step('after', () => sleep(1));
+      return reply.type('text/html').send(HTML);
+    });
+  };
+
+  it('a developer gets Server-Timing, the comment, cache safety and a saved profile; anyone else the app\'s own response', async () => {
+    const { url, store } = await h2App(byHeader, routes);
+    const plain = await h2get(url, '/page');
+    expect(plain.body).toBe(HTML);
+    expect(plain.headers['server-timing']).toBeUndefined();
+    expect(plain.headers['x-miniprof-id']).toBeUndefined();
+    const r = await h2get(url, '/page', dev);
+    expect(r.headers[':status']).toBe(200);
+    expect(r.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+    expect(r.headers['cache-control']).toBe('private, no-store');
+    expect(oneCommentMore(Buffer.from(r.body), Buffer.from(HTML))).toMatch(/^<!--\n/);
+    const id = r.headers['x-miniprof-id'] as string;
+    const saved = await store.get('peer:127.0.0.1', id);
+    expect(saved?.request).toEqual({ method: 'GET', path: '/page', status: 200 });
+    expect(saved?.root.children.map((c) => c.name)).toEqual(['work']);
+  });
+
+  it('C8: a stream the client resets mid-handler: the profile is sealed once, marked aborted, and later steps do not change it', async () => {
+    const { url, store } = await h2App(byHeader, routes);
+    const client = http2.connect(url);
+    const req = client.request({ ':path': '/slow', ...dev });
+    req.on('error', () => {});
+    await sleep(40);
+    req.close(http2.constants.NGHTTP2_CANCEL);
+    await sleep(250);
+    client.close();
+    const list = await store.list('peer:127.0.0.1', 10);
+    expect(list).toHaveLength(1);
+    expect(list[0]!.flags).toContain('aborted');
+    const saved = (await store.get('peer:127.0.0.1', list[0]!.id))!;
+    expect(saved.request?.aborted).toBe(true);
+    expect(saved.root.children.map((c) => c.name)).toEqual(['before']);
+  });
+});
+
 describe('setup and cost', () => {
   const bad: Array<[string, unknown, string, RegExp]> = [
     ['maxSteps -1', { maxSteps: -1 }, 'MINIPROF_ERR_INVALID_OPTION', /"maxSteps".*-1 \(number\)/],

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { Http2ServerResponse } from 'node:http2';
 import { closeProfile } from '../context.js';
 import { debug, report } from '../errors.js';
 import { toText } from '../names.js';
@@ -172,6 +173,9 @@ export class ProfiledResponse implements Expiring {
  * that left during a large body); Node 24 does not. The request's socket keeps that reset.
  */
 export function delivered(res: ServerResponse): boolean {
+  // HTTP/2 (Fastify's `http2: true`): a response's `writableFinished` reads true once its stream
+  // is closed, also when the client reset it before anything was sent; the stream says which.
+  if (res instanceof Http2ServerResponse) return res.writableEnded && !res.stream.aborted;
   return res.writableFinished && res.req?.socket?.errored == null;
 }
 
