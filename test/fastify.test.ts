@@ -1446,6 +1446,16 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
       req.on('error', reject);
     }).finally(() => client.close());
   }
+  /** Promise.withResolvers, which Node 20 lacks. */
+  function deferred(): { promise: Promise<void>; resolve: () => void } {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    return { promise, resolve };
+  }
+  /** Signals from /slow's handler: inside it (after its first step), and done (after its last). */
+  let inside = deferred();
+  let done = deferred();
+  let leave = deferred();
   const routes = (a: FastifyInstance) => {
     a.get('/page', async (_req, reply) => {
       await step('work', () => sleep(2));
@@ -1453,8 +1463,10 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
     });
     a.get('/slow', async (_req, reply) => {
       await step('before', () => sleep(1));
-      await sleep(150);
+      inside.resolve();
+      await leave.promise;
       await step('after', () => sleep(1));
+      done.resolve();
       return reply.type('text/html').send(HTML);
     });
   };
@@ -1477,13 +1489,18 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
   });
 
   it('C8: a stream the client resets mid-handler: the profile is sealed once, marked aborted, and later steps do not change it', async () => {
+    inside = deferred();
+    done = deferred();
+    leave = deferred();
     const { url, store } = await h2App(byHeader, routes);
     const client = http2.connect(url);
     const req = client.request({ ':path': '/slow', ...dev });
     req.on('error', () => {});
-    await sleep(40);
+    await inside.promise;
     req.close(http2.constants.NGHTTP2_CANCEL);
-    await sleep(250);
+    await until(() => openProfiles() === 0, 'the reset stream\'s profile sealed');
+    leave.resolve();
+    await done.promise;
     client.close();
     const list = await store.list('peer:127.0.0.1', 10);
     expect(list).toHaveLength(1);
