@@ -1424,14 +1424,11 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
     headers: http2.IncomingHttpHeaders;
     body: string;
   }
-  async function h2App(mp: Options | null, routes: (app: FastifyInstance) => void): Promise<{ url: string; store: ReturnType<typeof memoryStore> }> {
+  /** `build` and `listen` with `http2: true`, and a store to read the saved profiles from. */
+  async function h2App(mp: Options, routes: (app: FastifyInstance) => void): Promise<{ url: string; store: ReturnType<typeof memoryStore> }> {
     const store = memoryStore();
-    const app = Fastify({ logger: false, http2: true }) as unknown as FastifyInstance;
-    apps.push(app);
-    if (mp !== null) await app.register(miniprof, { ...mp, results: { store } });
-    routes(app);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    return { url: `http://127.0.0.1:${(app.server.address() as net.AddressInfo).port}`, store };
+    const app = await build({ ...mp, results: { store } }, routes, { http2: true } as FastifyServerOptions);
+    return { url: `http://127.0.0.1:${await listen(app)}`, store };
   }
   function h2get(url: string, path: string, headers: Record<string, string> = {}): Promise<H2Response> {
     const client = http2.connect(url);
