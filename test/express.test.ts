@@ -3,8 +3,9 @@
 // developer responses are checked header by header (so a later miniprof header does not break
 // them) and their bodies against the app's body plus exactly one comment.
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
@@ -16,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
 import { als, openProfiles } from '../src/context.js';
 import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { closeServers, get, leaveDuringBody, raw, serve, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
+import { closeServers, get, leaveDuringBody, raw, serve, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
 const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
 const STARTED = '2026-11-29T12:00:00.000Z';
@@ -1436,5 +1437,70 @@ describe.each([
         }
       }
     });
+  });
+});
+
+describe('HTTPS: Express 5 behind https.createServer, on a real TLS socket', () => {
+  /** The self-signed certificate of test/fastify.test.ts' TLS tests (how it was made is there). */
+  const tls = {
+    key: readFileSync(new URL('./fixtures/tls/key.pem', import.meta.url)),
+    cert: readFileSync(new URL('./fixtures/tls/cert.pem', import.meta.url)),
+  };
+  async function serveTls(app: Express): Promise<number> {
+    const server = https.createServer(tls, app as unknown as http.RequestListener);
+    track(server as unknown as http.Server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return (server.address() as net.AddressInfo).port;
+  }
+  /** A verified TLS request (the client trusts exactly the test certificate); the body as bytes. */
+  function tlsGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer }> {
+    return new Promise((resolve, reject) => {
+      https
+        .get({ host: '127.0.0.1', port, path, headers, ca: tls.cert, agent: false }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
+          res.on('error', reject);
+        })
+        .on('error', reject);
+    });
+  }
+
+  it('a developer gets the outputs with a Content-Length that counts the comment; anyone else the app\'s own response; the opt-in cookie is Secure from the socket alone (no proxy header)', async () => {
+    const store = memoryStore();
+    const app = express5();
+    app.use(
+      miniprof({
+        isDeveloper: (req) => req.headers['x-dev'] === '1',
+        machine: 'web-1',
+        results: { store },
+        secret: 's'.repeat(32),
+        onInternalError: (err) => faults.push(err),
+      }),
+    );
+    app.get('/page', (_req, res, next) => {
+      step('work', () => sleep(1)).then(() => res.type('html').send(PAGE), next);
+    });
+    const port = await serveTls(app);
+
+    const plain = await tlsGet(port, '/page');
+    expect(plain.body.toString()).toBe(PAGE);
+    expect(plain.res.headers['server-timing']).toBeUndefined();
+    expect(plain.res.headers['x-miniprof-id']).toBeUndefined();
+
+    const r = await tlsGet(port, '/page', { 'x-dev': '1' });
+    expect(r.res.statusCode).toBe(200);
+    expect(r.res.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+    expect(r.res.headers['cache-control']).toBe('private, no-store');
+    expect(Number(r.res.headers['content-length'])).toBe(r.body.length);
+    expect(withoutComment(r.body.toString())).toBe(PAGE);
+    // Saved when the response closes, which may come after the client has the whole body.
+    await waitFor(() => openProfiles() === 0, 3000, 'the profile sealed and saved');
+    const saved = await store.get('peer:127.0.0.1', r.res.headers['x-miniprof-id'] as string);
+    expect(saved?.request).toEqual({ method: 'GET', path: '/page', status: 200 });
+
+    const optIn = await tlsGet(port, '/_miniprof/opt-in', { 'x-dev': '1' });
+    expect(optIn.res.statusCode).toBe(303);
+    expect(optIn.res.headers['set-cookie']![0]).toMatch(/^miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
   });
 });

@@ -1,9 +1,12 @@
 // End-to-end tests of the Fastify 5 plugin against real Fastify apps: real sockets
 // (`listen({ port: 0, host: '127.0.0.1' })` + node:net / node:http) where the behaviour depends
 // on them, `inject` where it does not. Hazard IDs are those of reliability.md.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
+import https from 'node:https';
 import net from 'node:net';
+import type { ConnectionOptions as TlsConnectionOptions, TLSSocket } from 'node:tls';
 import { PassThrough, Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
@@ -1419,19 +1422,43 @@ describe('async context (D1, D2, D5)', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
+describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowed; real sockets)', () => {
   interface H2Response {
     headers: http2.IncomingHttpHeaders;
     body: string;
+    /** The protocol TLS negotiated (ALPN), or false in cleartext. */
+    alpn: string | false | undefined;
   }
-  /** `build` and `listen` with `http2: true`, and a store to read the saved profiles from. */
-  async function h2App(mp: Options, routes: (app: FastifyInstance) => void): Promise<{ url: string; store: ReturnType<typeof memoryStore> }> {
+  /**
+   * A self-signed certificate for 127.0.0.1 and localhost, valid until 2126, made for these tests
+   * with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 36500
+   * -subj "/CN=miniprof test" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost"`. Clients
+   * trust exactly it (`ca`), so the handshake is verified, not skipped.
+   */
+  const tls = {
+    key: readFileSync(new URL('./fixtures/tls/key.pem', import.meta.url)),
+    cert: readFileSync(new URL('./fixtures/tls/cert.pem', import.meta.url)),
+  };
+  /**
+   * `build` and `listen` with `http2: true` (over TLS: the usual production setup, HTTP/1.1
+   * clients served on the same port), and a store to read the saved profiles from.
+   */
+  async function h2App(
+    mp: Options,
+    routes: (app: FastifyInstance) => void,
+    secure = false,
+  ): Promise<{ url: string; port: number; store: ReturnType<typeof memoryStore> }> {
     const store = memoryStore();
-    const app = await build({ ...mp, results: { store } }, routes, { http2: true } as FastifyServerOptions);
-    return { url: `http://127.0.0.1:${await listen(app)}`, store };
+    const server = secure ? { http2: true, https: { ...tls, allowHTTP1: true } } : { http2: true };
+    const app = await build({ ...mp, results: { store } }, routes, server as FastifyServerOptions);
+    const port = await listen(app);
+    return { url: `${secure ? 'https' : 'http'}://127.0.0.1:${port}`, port, store };
+  }
+  function h2connect(url: string): http2.ClientHttp2Session {
+    return url.startsWith('https:') ? http2.connect(url, { ca: tls.cert }) : http2.connect(url);
   }
   function h2get(url: string, path: string, headers: Record<string, string> = {}): Promise<H2Response> {
-    const client = http2.connect(url);
+    const client = h2connect(url);
     return new Promise<H2Response>((resolve, reject) => {
       const req = client.request({ ':path': path, ...headers });
       let body = '';
@@ -1439,9 +1466,24 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
       req.setEncoding('utf8');
       req.on('response', (h) => (got = h));
       req.on('data', (c: string) => (body += c));
-      req.on('end', () => resolve({ headers: got, body }));
+      req.on('end', () => resolve({ headers: got, body, alpn: client.alpnProtocol }));
       req.on('error', reject);
     }).finally(() => client.close());
+  }
+  /** HTTP/1.1 over TLS to the same server (ALPN offers only http/1.1), the body as bytes. */
+  function h1get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer; alpn: string | false | null }> {
+    // ALPNProtocols reaches tls.connect through the agent, though https' types leave it out.
+    const options: https.RequestOptions & TlsConnectionOptions = { host: '127.0.0.1', port, path, headers, ca: tls.cert, agent: false, ALPNProtocols: ['http/1.1'] };
+    return new Promise((resolve, reject) => {
+      const req = https.get(options, (res) => {
+        const chunks: Buffer[] = [];
+        const alpn = (res.socket as TLSSocket).alpnProtocol;
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ res, body: Buffer.concat(chunks), alpn }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+    });
   }
   /** Promise.withResolvers, which Node 20 lacks. */
   function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -1480,31 +1522,98 @@ describe('HTTP/2 (Fastify `http2: true`, cleartext, real sockets)', () => {
     expect(r.headers['cache-control']).toBe('private, no-store');
     expect(oneCommentMore(Buffer.from(r.body), Buffer.from(HTML))).toMatch(/^<!--\n/);
     const id = r.headers['x-miniprof-id'] as string;
+    // Saved when the stream closes, which may come after the client has the whole body.
+    await until(() => openProfiles() === 0, 'the profile sealed and saved');
     const saved = await store.get('peer:127.0.0.1', id);
     expect(saved?.request).toEqual({ method: 'GET', path: '/page', status: 200 });
     expect(saved?.root.children.map((c) => c.name)).toEqual(['work']);
   });
 
-  it('C8: a stream the client resets mid-handler: the profile is sealed once, marked aborted, and later steps do not change it', async () => {
-    inside = deferred();
-    done = deferred();
-    leave = deferred();
-    const { url, store } = await h2App(byHeader, routes);
-    const client = http2.connect(url);
-    const req = client.request({ ':path': '/slow', ...dev });
-    req.on('error', () => {});
-    await inside.promise;
-    req.close(http2.constants.NGHTTP2_CANCEL);
-    await until(() => openProfiles() === 0, 'the reset stream\'s profile sealed');
-    leave.resolve();
-    await done.promise;
-    client.close();
-    const list = await store.list('peer:127.0.0.1', 10);
-    expect(list).toHaveLength(1);
-    expect(list[0]!.flags).toContain('aborted');
-    const saved = (await store.get('peer:127.0.0.1', list[0]!.id))!;
-    expect(saved.request?.aborted).toBe(true);
-    expect(saved.root.children.map((c) => c.name)).toEqual(['before']);
+  for (const secure of [false, true]) {
+    it(`C8: a stream the client resets mid-handler (${secure ? 'TLS' : 'cleartext'}): the profile is sealed once, marked aborted, and later steps do not change it`, async () => {
+      inside = deferred();
+      done = deferred();
+      leave = deferred();
+      const { url, store } = await h2App(byHeader, routes, secure);
+      const client = h2connect(url);
+      const req = client.request({ ':path': '/slow', ...dev });
+      req.on('error', () => {});
+      await inside.promise;
+      req.close(http2.constants.NGHTTP2_CANCEL);
+      await until(() => openProfiles() === 0, 'the reset stream\'s profile sealed');
+      leave.resolve();
+      await done.promise;
+      client.close();
+      const list = await store.list('peer:127.0.0.1', 10);
+      expect(list).toHaveLength(1);
+      expect(list[0]!.flags).toContain('aborted');
+      const saved = (await store.get('peer:127.0.0.1', list[0]!.id))!;
+      expect(saved.request?.aborted).toBe(true);
+      expect(saved.root.children.map((c) => c.name)).toEqual(['before']);
+    });
+  }
+
+  it('over TLS with allowHTTP1: an HTTP/2 and an HTTP/1.1 developer request on one port each get the outputs and a saved profile; anyone else the app\'s own bytes', async () => {
+    const { url, port, store } = await h2App(byHeader, routes, true);
+    const plain2 = await h2get(url, '/page');
+    expect(plain2.alpn).toBe('h2');
+    expect(plain2.body).toBe(HTML);
+    expect(plain2.headers['server-timing']).toBeUndefined();
+    expect(plain2.headers['cache-control']).toBeUndefined();
+    const plain1 = await h1get(port, '/page');
+    expect(plain1.alpn).toBe('http/1.1');
+    expect(plain1.body.equals(Buffer.from(HTML))).toBe(true);
+    expect(plain1.res.headers['server-timing']).toBeUndefined();
+    expect(plain1.res.headers['x-miniprof-id']).toBeUndefined();
+
+    const r2 = await h2get(url, '/page', dev);
+    const r1 = await h1get(port, '/page', dev);
+    expect(r2.alpn).toBe('h2');
+    expect(r1.alpn).toBe('http/1.1');
+    for (const [headers, body] of [
+      [r2.headers, Buffer.from(r2.body)],
+      [r1.res.headers, r1.body],
+    ] as const) {
+      expect(headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+      expect(headers['cache-control']).toBe('private, no-store');
+      expect(oneCommentMore(body, Buffer.from(HTML))).toMatch(/^<!--\n/);
+    }
+    // HTTP/1.1 declares the length, which must count the comment's bytes.
+    expect(Number(r1.res.headers['content-length'])).toBe(r1.body.length);
+    const ids = [r2.headers['x-miniprof-id'], r1.res.headers['x-miniprof-id']] as string[];
+    expect(new Set(ids).size).toBe(2);
+    await until(() => openProfiles() === 0, 'both profiles sealed and saved');
+    for (const id of ids) {
+      const saved = await store.get('peer:127.0.0.1', id);
+      expect(saved?.request).toEqual({ method: 'GET', path: '/page', status: 200 });
+      expect(saved?.root.children.map((c) => c.name)).toEqual(['work']);
+    }
+  });
+
+  it('over TLS: the results pages answer HTTP/2 requests (no connection-specific header), and the opt-in cookie is Secure', async () => {
+    const { url } = await h2App({ ...byHeader, secret: 's'.repeat(32) }, routes, true);
+    const r = await h2get(url, '/page', dev);
+    const id = r.headers['x-miniprof-id'] as string;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await until(() => openProfiles() === 0, 'the profile sealed and saved');
+    const list = await h2get(url, '/_miniprof/', dev);
+    expect(list.headers[':status']).toBe(200);
+    expect(list.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(list.headers['content-security-policy']).toMatch(/^default-src 'none'/);
+    expect(list.body).toContain(`/_miniprof/${id}`);
+    const page = await h2get(url, `/_miniprof/${id}`, dev);
+    expect(page.headers[':status']).toBe(200);
+    expect(page.body).toContain('work');
+    const json = await h2get(url, `/_miniprof/${id}.json`, dev);
+    expect((JSON.parse(json.body) as ProfileJSON).id).toBe(id);
+    // Not a developer: the results path is the app's own (a 404 here), as over HTTP/1.1.
+    const outsider = await h2get(url, `/_miniprof/${id}.json`);
+    expect(outsider.headers[':status']).toBe(404);
+    expect(JSON.parse(outsider.body)).toEqual({ message: `Route GET:/_miniprof/${id}.json not found`, error: 'Not Found', statusCode: 404 });
+    // Fastify reads the protocol from the TLS socket behind the HTTP/2 stream.
+    const optIn = await h2get(url, '/_miniprof/opt-in', dev);
+    expect(optIn.headers[':status']).toBe(303);
+    expect(String(optIn.headers['set-cookie'])).toMatch(/^miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
   });
 });
 
