@@ -374,7 +374,9 @@ function parallelism(t: TimingJSON): void {
   let sum = 0;
   let end = -Infinity;
   let overlapped = false;
-  for (const c of t.children) {
+  const children = t.children;
+  for (let i = 0; i < children.length; i++) {
+    const c = children[i]!;
     sum += c.durationMs;
     if (c.startMs < end) overlapped = true;
     if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;

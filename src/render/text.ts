@@ -36,7 +36,9 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   out += summary(p, ascii);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
-  for (const w of p.warnings) out += `! ${escapeText(w, ascii)}\n`;
+  // Indexed loops over the JSON's arrays: see collect() in server-timing.ts.
+  const warnings = p.warnings;
+  for (let i = 0; i < warnings.length; i++) out += `! ${escapeText(warnings[i]!, ascii)}\n`;
   return out;
 }
 
@@ -51,8 +53,10 @@ function lines(t: TimingJSON, depth: number, ascii: boolean): string {
   if (t.blocking === true) out += ` (blocking: ${ms1(t.syncMs ?? t.durationMs)}ms sync)`;
   if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
   out += '\n';
-  if (t.custom !== undefined) {
-    for (const c of t.custom) {
+  const custom = t.custom;
+  if (custom !== undefined) {
+    for (let i = 0; i < custom.length; i++) {
+      const c = custom[i]!;
       out += `${marks}> [${escapeText(c.category, ascii)}] ${escapeText(c.command, ascii)} = ${ms1(c.durationMs)}ms`;
       if (c.error === true) out += ' (error)';
       if (c.unfinished === true) out += ' (unfinished)';
@@ -61,7 +65,8 @@ function lines(t: TimingJSON, depth: number, ascii: boolean): string {
       out += '\n';
     }
   }
-  for (const c of t.children) out += lines(c, depth + 1, ascii);
+  const children = t.children;
+  for (let i = 0; i < children.length; i++) out += lines(children[i]!, depth + 1, ascii);
   return out;
 }
 
