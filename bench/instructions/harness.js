@@ -1,7 +1,8 @@
 // One process, server and keep-alive client together: `node --predictable harness.js
 // <express|fastify> <config> <requests>` serves the bench page (bench/http/page.js) over real
-// loopback sockets, IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1 and
-// FAKE_CLOCK=1 are explained where they act; run.js sets all three unless given --load.
+// loopback sockets, IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1,
+// FAKE_CLOCK=1 and CPU_FROM are explained where they act; run.js sets the first three unless given
+// --load, and cpu.js all four.
 // bench/instructions/run.js counts the instructions it executes under valgrind. The client is most
 // of a `none` row (~230,000 of Fastify's ~300,000), and a developer response costs it ~14,000 more
 // to parse (headers, comment): measured by bench/instructions/client.js. Other differences are the
@@ -77,15 +78,25 @@ const { port } = server.address();
 const get = getter(port, agent);
 let left = Number(count);
 let bytes = 0;
+// CPU_FROM=N (bench/instructions/cpu.js): the process's CPU time (all threads, user + system)
+// from the N-th response to the last, printed as JSON: the steady state, without start-up.
+const cpuFrom = Number(process.env.CPU_FROM ?? 0);
+let answered = 0;
+let cpuAt = null;
 await Promise.all(
   Array.from({ length: inFlight }, async () => {
     while (left-- > 0) {
       const n = await get();
       bytes += n;
+      if (++answered === cpuFrom) cpuAt = process.cpuUsage();
     }
   }),
 );
 if (process.env.SHOW === '1') console.log(`${framework}/${config}: ${bytes} body bytes`);
+if (cpuAt !== null) {
+  const c = process.cpuUsage(cpuAt);
+  console.log(JSON.stringify({ requests: answered - cpuFrom, userUs: c.user, systemUs: c.system }));
+}
 agent.destroy();
 server.close();
 process.exit(0);
