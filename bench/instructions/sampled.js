@@ -50,6 +50,8 @@ async function samples(config, requests) {
   const before = maps();
   await run('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-o', data, '--', 'taskset', '-c', '0', process.execPath, '--perf-basic-prof', join(here, 'harness.js'), framework, config, String(requests)], {
     env,
+    // --perf-basic-prof also writes V8's isolate-*.v8.log into the working directory.
+    cwd: work,
     maxBuffer: 1 << 26,
   });
   const { stdout } = await run('perf', ['report', '-i', data, '--no-children', '--sort', 'sym', '--stdio', '-g', 'none', '-n'], { maxBuffer: 1 << 28 });
