@@ -1,7 +1,7 @@
 // `node bench/instructions/sampled.js <express|fastify> <row A> <row B> [--top 30] [--from 8000]
 // [--to 38000]`: where row B's extra CPU time over row A goes, by kind of code and by function,
 // from `perf record -e cpu-clock` samples (a software clock: it works on VMs without hardware
-// counters) of bench/instructions/harness.js, run natively as cpu.js runs it.
+// counters) of bench/instructions/harness.js, run natively as cpu.js runs it (pinned to CPU 0).
 //
 // Each row is recorded twice, for --from and for --to requests, and the sample counts subtracted
 // symbol by symbol, so start-up, module loading and most compilation cancel out (as in run.js).
@@ -40,6 +40,11 @@ try {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'miniprof-sampled-'));
+// On one core, as cpu.js times the rows, where taskset exists.
+const pin = await run('taskset', ['-c', '0', 'true']).then(
+  () => ['taskset', '-c', '0'],
+  () => [],
+);
 
 /** Samples per symbol of one harness run of `requests`. */
 async function samples(config, requests) {
@@ -48,7 +53,7 @@ async function samples(config, requests) {
   // --perf-basic-prof writes /tmp/perf-<pid>.map, which perf report reads; removed after it.
   const maps = () => new Set(readdirSync('/tmp').filter((f) => /^perf-\d+\.map$/.test(f)));
   const before = maps();
-  await run('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-o', data, '--', 'taskset', '-c', '0', process.execPath, '--perf-basic-prof', join(here, 'harness.js'), framework, config, String(requests)], {
+  await run('perf', ['record', '-q', '-e', 'cpu-clock', '-F', String(HZ), '-o', data, '--', ...pin, process.execPath, '--perf-basic-prof', join(here, 'harness.js'), framework, config, String(requests)], {
     env,
     // --perf-basic-prof also writes V8's isolate-*.v8.log into the working directory.
     cwd: work,
