@@ -1,5 +1,7 @@
-// What bench/instructions/run.js and functions.js share: their command-line options and the one
-// way the harness runs under valgrind. Both must run it alike, or their figures do not compare.
+// What the scripts of bench/instructions share: their command-line options, the one way the
+// harness runs under valgrind (run.js, functions.js), and the one way it is pinned to a core when
+// it runs natively (cpu.js, sampled.js). Each pair must run it alike, or their figures do not
+// compare.
 import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +9,17 @@ import { promisify } from 'node:util';
 
 export const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The command prefix that pins a process to CPU 0 (`taskset -c 0`), or none where taskset is
+ * missing: cpu.js and sampled.js run the harness natively on one core, so they compare.
+ */
+export async function pinToCpu0() {
+  return run('taskset', ['-c', '0', 'true']).then(
+    () => ['taskset', '-c', '0'],
+    () => [],
+  );
+}
 
 /** `--name value` from argv, else `def`. */
 export function option(argv, name, def) {

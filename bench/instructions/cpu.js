@@ -16,14 +16,11 @@
 //
 // `--builds A,B` runs every row against each of these copies of dist/ (MINIPROF_BENCH_DIST),
 // interleaved, with rows named `config@A`.
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { harnessEnv, option } from './cachegrind.js';
+import { harnessEnv, option, pinToCpu0, run } from './cachegrind.js';
 
-const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
 const opt = (name, def) => option(argv, name, def);
@@ -45,16 +42,15 @@ for (const d of builds.length === 0 ? [join(here, '../../dist')] : builds) {
     process.exit(2);
   }
 }
-const pinned = await run('taskset', ['-c', '0', 'true']).then(
-  () => true,
-  () => false,
-);
+const pin = await pinToCpu0();
+const pinned = pin.length > 0;
 
 /** One harness run; resolves its CPU µs per request from response `from` to `to`. */
 async function cpuPerRequest(framework, config, build) {
   const env = { ...harnessEnv(false, build === undefined ? undefined : resolve(build)), CPU_FROM: String(from) };
   const args = [join(here, 'harness.js'), framework, config, String(to)];
-  const { stdout } = pinned ? await run('taskset', ['-c', '0', node, ...args], { env }) : await run(node, args, { env });
+  const [cmd, ...rest] = [...pin, node, ...args];
+  const { stdout } = await run(cmd, rest, { env });
   const r = JSON.parse(stdout.trim().split('\n').at(-1));
   return (r.userUs + r.systemUs) / r.requests;
 }

@@ -12,15 +12,12 @@
 // Read it for where time goes, not for small differences: one pair of runs moves a few µs with
 // the VM, and a JIT address that V8 reused for other code late in a run can be credited to the
 // wrong function (`JS:^` rows that make no sense, such as a module's top level, are that).
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { harnessEnv, option } from './cachegrind.js';
+import { harnessEnv, option, pinToCpu0, run } from './cachegrind.js';
 
-const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
 const [framework, rowA, rowB] = argv;
@@ -41,10 +38,7 @@ try {
 
 const work = mkdtempSync(join(tmpdir(), 'miniprof-sampled-'));
 // On one core, as cpu.js times the rows, where taskset exists.
-const pin = await run('taskset', ['-c', '0', 'true']).then(
-  () => ['taskset', '-c', '0'],
-  () => [],
-);
+const pin = await pinToCpu0();
 
 /** Samples per symbol of one harness run of `requests`. */
 async function samples(config, requests) {
