@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import zlib from 'node:zlib';
@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
 import { als, openProfiles } from '../src/context.js';
 import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { closeServers, get, leaveDuringBody, raw, serve, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
+import { closeServers, get, leaveDuringBody, raw, serve, TEST_TLS, tlsGet, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
 const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
 const STARTED = '2026-11-29T12:00:00.000Z';
@@ -1441,29 +1441,11 @@ describe.each([
 });
 
 describe('HTTPS: Express 5 behind https.createServer, on a real TLS socket', () => {
-  /** The self-signed certificate of test/fastify.test.ts' TLS tests (how it was made is there). */
-  const tls = {
-    key: readFileSync(new URL('./fixtures/tls/key.pem', import.meta.url)),
-    cert: readFileSync(new URL('./fixtures/tls/cert.pem', import.meta.url)),
-  };
   async function serveTls(app: Express): Promise<number> {
-    const server = https.createServer(tls, app as unknown as http.RequestListener);
+    const server = https.createServer(TEST_TLS, app as unknown as http.RequestListener);
     track(server as unknown as http.Server);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return (server.address() as net.AddressInfo).port;
-  }
-  /** A verified TLS request (the client trusts exactly the test certificate); the body as bytes. */
-  function tlsGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer }> {
-    return new Promise((resolve, reject) => {
-      https
-        .get({ host: '127.0.0.1', port, path, headers, ca: tls.cert, agent: false }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ res, body: Buffer.concat(chunks) }));
-          res.on('error', reject);
-        })
-        .on('error', reject);
-    });
   }
 
   it('a developer gets the outputs with a Content-Length that counts the comment; anyone else the app\'s own response; the opt-in cookie is Secure from the socket alone (no proxy header)', async () => {

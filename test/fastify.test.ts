@@ -1,12 +1,9 @@
 // End-to-end tests of the Fastify 5 plugin against real Fastify apps: real sockets
 // (`listen({ port: 0, host: '127.0.0.1' })` + node:net / node:http) where the behaviour depends
 // on them, `inject` where it does not. Hazard IDs are those of reliability.md.
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
-import https from 'node:https';
 import net from 'node:net';
-import type { ConnectionOptions as TlsConnectionOptions, TLSSocket } from 'node:tls';
 import { PassThrough, Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
@@ -17,7 +14,7 @@ import { miniprof, type MiniprofOptions } from '../adapters/fastify.js';
 import { als, openProfiles } from '../src/context.js';
 import { currentProfile, memoryStore, step } from '../src/index.js';
 import type { Profile, ProfileJSON, TimingJSON } from '../src/index.js';
-import { leaveDuringBody } from './helpers/http.js';
+import { leaveDuringBody, TEST_TLS, tlsGet } from './helpers/http.js';
 
 type Options = MiniprofOptions<FastifyRequest>;
 
@@ -1430,16 +1427,6 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
     alpn: string | false | undefined;
   }
   /**
-   * A self-signed certificate for 127.0.0.1 and localhost, valid until 2126, made for these tests
-   * with `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 36500
-   * -subj "/CN=miniprof test" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost"`. Clients
-   * trust exactly it (`ca`), so the handshake is verified, not skipped.
-   */
-  const tls = {
-    key: readFileSync(new URL('./fixtures/tls/key.pem', import.meta.url)),
-    cert: readFileSync(new URL('./fixtures/tls/cert.pem', import.meta.url)),
-  };
-  /**
    * `build` and `listen` with `http2: true` (over TLS: the usual production setup, HTTP/1.1
    * clients served on the same port), and a store to read the saved profiles from.
    */
@@ -1449,13 +1436,13 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
     secure = false,
   ): Promise<{ url: string; port: number; store: ReturnType<typeof memoryStore> }> {
     const store = memoryStore();
-    const server = secure ? { http2: true, https: { ...tls, allowHTTP1: true } } : { http2: true };
+    const server = secure ? { http2: true, https: { ...TEST_TLS, allowHTTP1: true } } : { http2: true };
     const app = await build({ ...mp, results: { store } }, routes, server as FastifyServerOptions);
     const port = await listen(app);
     return { url: `${secure ? 'https' : 'http'}://127.0.0.1:${port}`, port, store };
   }
   function h2connect(url: string): http2.ClientHttp2Session {
-    return url.startsWith('https:') ? http2.connect(url, { ca: tls.cert }) : http2.connect(url);
+    return url.startsWith('https:') ? http2.connect(url, { ca: TEST_TLS.cert }) : http2.connect(url);
   }
   function h2get(url: string, path: string, headers: Record<string, string> = {}): Promise<H2Response> {
     const client = h2connect(url);
@@ -1469,21 +1456,6 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
       req.on('end', () => resolve({ headers: got, body, alpn: client.alpnProtocol }));
       req.on('error', reject);
     }).finally(() => client.close());
-  }
-  /** HTTP/1.1 over TLS to the same server (ALPN offers only http/1.1), the body as bytes. */
-  function h1get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer; alpn: string | false | null }> {
-    // ALPNProtocols reaches tls.connect through the agent, though https' types leave it out.
-    const options: https.RequestOptions & TlsConnectionOptions = { host: '127.0.0.1', port, path, headers, ca: tls.cert, agent: false, ALPNProtocols: ['http/1.1'] };
-    return new Promise((resolve, reject) => {
-      const req = https.get(options, (res) => {
-        const chunks: Buffer[] = [];
-        const alpn = (res.socket as TLSSocket).alpnProtocol;
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ res, body: Buffer.concat(chunks), alpn }));
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-    });
   }
   /** Promise.withResolvers, which Node 20 lacks. */
   function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -1560,14 +1532,14 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
     expect(plain2.body).toBe(HTML);
     expect(plain2.headers['server-timing']).toBeUndefined();
     expect(plain2.headers['cache-control']).toBeUndefined();
-    const plain1 = await h1get(port, '/page');
+    const plain1 = await tlsGet(port, '/page');
     expect(plain1.alpn).toBe('http/1.1');
     expect(plain1.body.equals(Buffer.from(HTML))).toBe(true);
     expect(plain1.res.headers['server-timing']).toBeUndefined();
     expect(plain1.res.headers['x-miniprof-id']).toBeUndefined();
 
     const r2 = await h2get(url, '/page', dev);
-    const r1 = await h1get(port, '/page', dev);
+    const r1 = await tlsGet(port, '/page', dev);
     expect(r2.alpn).toBe('h2');
     expect(r1.alpn).toBe('http/1.1');
     for (const [headers, body] of [

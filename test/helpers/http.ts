@@ -17,12 +17,17 @@
  * - `dechunk(body)`: the payload of a `Transfer-Encoding: chunked` body.
  * - `leaveDuringBody(port, path)`: a client that reads the first bytes of a large response, then
  *   resets the connection while the server is still writing it.
+ * - `TEST_TLS` and `tlsGet(port, path, headers)`: the test certificate, and a verified HTTPS
+ *   request (HTTP/1.1 by ALPN) to a server using it.
  * - `waitFor(cond)`: poll until `cond()` holds (a profile sealed on 'close', say); rejects
  *   after `timeoutMs` so a test fails instead of hanging.
  */
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import type { ConnectionOptions as TlsConnectionOptions, TLSSocket } from 'node:tls';
 
 const servers = new Set<{ server: http.Server; sockets: Set<net.Socket> }>();
 
@@ -241,4 +246,35 @@ export async function waitFor(cond: () => boolean, timeoutMs = 3000, what = 'con
     if (Date.now() > until) throw new Error(`waitFor: ${what} not met after ${timeoutMs} ms`);
     await sleep(2);
   }
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, valid until 2126, made for the tests with
+ * `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 36500
+ * -subj "/CN=miniprof test" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost"`. Clients trust
+ * exactly it (`ca`), so the handshake is verified, not skipped.
+ */
+export const TEST_TLS = {
+  key: readFileSync(new URL('../fixtures/tls/key.pem', import.meta.url)),
+  cert: readFileSync(new URL('../fixtures/tls/cert.pem', import.meta.url)),
+};
+
+/**
+ * GET over TLS on a fresh connection, offering only HTTP/1.1 by ALPN; the body as bytes, and the
+ * protocol the server chose (false when it chose none).
+ */
+export function tlsGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer; alpn: string | false | null }> {
+  // ALPNProtocols reaches tls.connect through the agent, though https' types leave it out.
+  const options: https.RequestOptions & TlsConnectionOptions = { host: '127.0.0.1', port, path, headers, ca: TEST_TLS.cert, agent: false, ALPNProtocols: ['http/1.1'] };
+  return new Promise((resolve, reject) => {
+    https
+      .get(options, (res) => {
+        const chunks: Buffer[] = [];
+        const alpn = (res.socket as TLSSocket).alpnProtocol;
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ res, body: Buffer.concat(chunks), alpn }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
 }
