@@ -144,12 +144,15 @@ test('a store whose save was replaced (a spread with its own save) sees every sa
 
 /**
  * The store links its entries by hand (save order over all owners, and per owner), so it is held
- * to a plain model: an array in save order, filtered and spliced.
+ * to a plain model: an array in save order, filtered and spliced. miniprof's own saves (`seal`)
+ * skip the id lookup and reuse the last owner, and the id index is built at the first public
+ * save, wherever that falls in the sequence: all of them must agree with the model.
  */
-test('behaves as the array model under any sequence of saves, re-saves, lists, gets and passing time', async () => {
+test('behaves as the array model under any sequence of saves, miniprof’s own saves, re-saves, lists, gets and passing time', async () => {
   const owners = ['a', 'b', 'c'];
   const op = fc.oneof(
     fc.record({ k: fc.constant('save' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }) }),
+    fc.record({ k: fc.constant('seal' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }) }),
     fc.record({ k: fc.constant('resave' as const), back: fc.nat(), owner: fc.integer({ min: 0, max: 2 }) }),
     fc.record({ k: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 40 }) }),
     fc.record({ k: fc.constant('list' as const), owner: fc.integer({ min: 0, max: 2 }), limit: fc.integer({ min: 1, max: 6 }) }),
@@ -164,13 +167,20 @@ test('behaves as the array model under any sequence of saves, re-saves, lists, g
       let model: M[] = [];
       const made: ProfileJSON[] = [];
       const expire = () => (model = model.filter((e) => t - e.savedAt < maxAgeMs));
-      const save = async (owner: string, p: ProfileJSON) => {
+      const save = async (owner: string, p: ProfileJSON, own = false) => {
         const bytes = Buffer.byteLength(JSON.stringify(p));
         if (bytes > maxBytes) {
-          await expect(store.save(owner, p)).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
+          if (own) {
+            const faults: unknown[] = [];
+            saveProfile(store, owner, p, (e) => faults.push(e));
+            expect(faults).toEqual([expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' })]);
+          } else {
+            await expect(store.save(owner, p)).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
+          }
           return;
         }
-        await store.save(owner, p);
+        if (own) saveProfile(store, owner, p, (e) => expect.unreachable(String(e)));
+        else await store.save(owner, p);
         model = model.filter((e) => e.id !== p.id);
         expire();
         while (model.length > 0 && (model.length >= maxCount || model.reduce((s, e) => s + e.bytes, 0) + bytes > maxBytes)) model.shift();
@@ -181,6 +191,10 @@ test('behaves as the array model under any sequence of saves, re-saves, lists, g
           const p = sampleProfile({}, o.size);
           made.push(p);
           await save(owners[o.owner]!, p);
+        } else if (o.k === 'seal') {
+          const p = sampleProfile({}, o.size);
+          made.push(p);
+          await save(owners[o.owner]!, p, true);
         } else if (o.k === 'resave' && made.length > 0) {
           await save(owners[o.owner]!, made[made.length - 1 - (o.back % made.length)]!);
         } else if (o.k === 'tick') {

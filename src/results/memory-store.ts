@@ -64,9 +64,15 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
  * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
  *
  * Entries are linked in save order, over all owners (a LinkedSet) and per owner, so the oldest is
- * always at hand: eviction, expiry and a list cost no iterator, no array and no search. Maps serve only the
- * lookups by id and by owner. No timer runs: expired entries go on the next call, and the count
- * bound caps what can wait until then.
+ * always at hand: eviction, expiry and a list cost no iterator, no array and no search. No timer
+ * runs: expired entries go on the next call, and the count bound caps what can wait until then.
+ *
+ * miniprof's own save (every developer request) touches no Map in the steady state: its ids are
+ * fresh, so it looks none up; the owner is nearly always the one saved last; and `get` (a page
+ * view, rare) walks the owner's own list instead of an index. A Map by id is built only for the
+ * public `save`, which may be handed an id the store holds already, and kept from then on. Four
+ * Map operations on a 200-entry Map, cold by the time the next request saves, cost more than
+ * anything else in the save (bench/RESULTS.md Runs 15-16).
  *
  * @example
  * app.use(miniprof({ results: { store: memoryStore({ maxCount: 50, maxAgeMs: 10 * 60_000 }) } }));
@@ -78,13 +84,17 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const now = fnOption<() => number>(o, 'now', Date.now);
 
-  const entries = new Map<string, Entry>();
   const owners = new Map<string, Owner>();
+  /** The owner saved last: what the next save's owner nearly always is. Null once dropped. */
+  let lastOwner: Owner | null = null;
   const order = new LinkedSet<Entry>();
+  /** By id, for the public `save` only: null until its first call. */
+  let byId: Map<string, Entry> | null = null;
   let bytes = 0;
 
   function drop(e: Entry): void {
-    entries.delete(e.id);
+    // Checked: the index must keep pointing at the entry that holds the id now.
+    if (byId !== null && byId.get(e.id) === e) byId.delete(e.id);
     e.profile = null;
     e.summary = null;
     bytes -= e.bytes;
@@ -93,7 +103,10 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     if (e.ownOlder !== null) e.ownOlder.ownNewer = e.ownNewer;
     if (e.ownNewer === null) o.newest = e.ownOlder;
     else e.ownNewer.ownOlder = e.ownOlder;
-    if (o.newest === null) owners.delete(o.key);
+    if (o.newest === null) {
+      owners.delete(o.key);
+      if (lastOwner === o) lastOwner = null;
+    }
     // Cut loose, so a dropped entry that something still reaches keeps no neighbour alive.
     e.ownOlder = e.ownNewer = null;
   }
@@ -103,38 +116,56 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   }
 
   function live(owner: string, id: string, t: number): Entry | undefined {
-    const e = entries.get(id);
-    return e !== undefined && e.owner.key === owner && t - e.savedAt < maxAgeMs ? e : undefined;
+    // The owner's own list, newest first: the profile a developer opens is nearly always recent.
+    for (let e = owners.get(owner)?.newest ?? null; e !== null; e = e.ownOlder) {
+      if (e.id === id) return t - e.savedAt < maxAgeMs ? e : undefined;
+    }
+    return undefined;
   }
 
-  /** The save itself, synchronous; `size` is the profile's JSON size in bytes. */
-  function put(owner: string, profile: ProfileJSON, size: number): void {
+  function ownerOf(key: string): Owner {
+    if (lastOwner !== null && lastOwner.key === key) return lastOwner;
+    let o = owners.get(key);
+    if (o === undefined) {
+      o = { key, newest: null };
+      owners.set(key, o);
+    }
+    return (lastOwner = o);
+  }
+
+  /**
+   * The save itself, synchronous; `size` is the profile's JSON size in bytes. `fresh`: the id is
+   * one the store cannot hold (a profile miniprof sealed is saved once, under a new random id).
+   */
+  function put(owner: string, profile: ProfileJSON, size: number, fresh: boolean): void {
     const t = now();
     if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
-    const old = entries.get(profile.id);
-    if (old !== undefined) drop(old);
+    if (!fresh) {
+      if (byId === null) {
+        byId = new Map();
+        for (let e = order.first(); e !== null; e = e.nextLink === order ? null : (e.nextLink as Entry)) byId.set(e.id, e);
+      }
+      const old = byId.get(profile.id);
+      if (old !== undefined) drop(old);
+    }
     expire(t);
     for (let e = order.first(); e !== null && (order.size >= maxCount || bytes + size > maxBytes); e = order.first()) drop(e);
-    let o = owners.get(owner);
-    if (o === undefined) {
-      o = { key: owner, newest: null };
-      owners.set(owner, o);
-    }
+    const o = ownerOf(owner);
     const e: Entry = { id: profile.id, owner: o, profile, bytes: size, savedAt: t, summary: null, prevLink: null, nextLink: null, ownOlder: o.newest, ownNewer: null };
     order.add(e);
     if (o.newest !== null) o.newest.ownNewer = e;
     o.newest = e;
-    entries.set(profile.id, e);
+    if (byId !== null) byId.set(profile.id, e);
     bytes += size;
   }
 
   async function save(owner: string, profile: ProfileJSON): Promise<void> {
-    put(owner, profile, jsonBytes(profile));
+    put(owner, profile, jsonBytes(profile), false);
   }
 
   const store: ProfileStore & { stats(): MemoryStoreStats } & SealedSave = {
     save,
-    [SAVE_SEALED]: { save, put: (owner, profile) => put(owner, profile, profileBytes(profile)) },
+    [SAVE_SEALED]: { save, put: (owner, profile) => put(owner, profile, profileBytes(profile), true) },
     async get(owner, id) {
       if (!UUID.test(id)) return undefined;
       const e = live(owner, id, now());
@@ -152,7 +183,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     },
     stats() {
       expire(now());
-      return { count: entries.size, bytes };
+      return { count: order.size, bytes };
     },
   };
   return store;
