@@ -3,7 +3,7 @@
 // it runs natively (cpu.js, sampled.js). Each pair must run it alike, or their figures do not
 // compare.
 import { execFile } from 'node:child_process';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -31,6 +31,8 @@ export function option(argv, name, def) {
 export function harnessEnv(load, dist) {
   const env = load ? { ...process.env, IN_FLIGHT: '25' } : { ...process.env, IN_FLIGHT: '1', KEEP_OPEN: '1', FAKE_CLOCK: '1' };
   if (dist !== undefined) env.MINIPROF_BENCH_DIST = dist;
+  // Absolute, as the caller meant it: sampled.js runs the harness in a temporary directory.
+  if (env.MINIPROF_BENCH_DIST !== undefined) env.MINIPROF_BENCH_DIST = resolve(env.MINIPROF_BENCH_DIST);
   return env;
 }
 
