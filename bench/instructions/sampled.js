@@ -14,7 +14,7 @@
 // wrong function (`JS:^` rows that make no sense, such as a module's top level, are that).
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { harnessEnv, option, pinToCpu0, run } from './cachegrind.js';
 
@@ -75,11 +75,14 @@ async function steady(config) {
   return d;
 }
 
+/** A build under test outside `dist/` (MINIPROF_BENCH_DIST): its functions are miniprof's too. */
+const buildDir = process.env.MINIPROF_BENCH_DIST === undefined ? null : `${resolve(process.env.MINIPROF_BENCH_DIST).replace(/\/$/, '')}/`;
+
 function kind(sym) {
   if (sym.startsWith('[k]')) return 'kernel';
   const s = sym.replace(/^\[\.\]\s*/, '');
   if (s.startsWith('JS:')) {
-    if (s.includes('/dist/')) return 'JavaScript: miniprof';
+    if (s.includes('/dist/') || (buildDir !== null && s.includes(buildDir))) return 'JavaScript: miniprof';
     if (s.includes('bench/reference.js')) return 'JavaScript: the reference profiler';
     if (s.includes('node_modules/')) return 'JavaScript: framework and dependencies';
     if (s.includes(' node:')) return 'JavaScript: Node';
