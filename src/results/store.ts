@@ -59,7 +59,10 @@ export interface SealedSave {
   [SAVE_SEALED]: {
     /** The store's own `save`: the fast path is taken only while `store.save` is still this. */
     readonly save: ProfileStore['save'];
-    /** Throws what `save` would reject with. */
+    /**
+     * Throws what `save` would reject with. Only for an id the store was never given (a sealed
+     * profile is saved once, under its own random id): the memory store does not look it up.
+     */
     put(owner: string, profile: ProfileJSON): void;
   };
 }
