@@ -143,7 +143,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     if (!fresh) {
       if (byId === null) {
         byId = new Map();
-        for (let e = order.first(); e !== null; e = e.nextLink === order ? null : (e.nextLink as Entry)) byId.set(e.id, e);
+        for (const e of order) byId.set(e.id, e);
       }
       const old = byId.get(profile.id);
       if (old !== undefined) drop(old);
