@@ -1,7 +1,11 @@
 import http from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import { runInProfile } from '../src/context.js';
+import { resolveHttp } from '../src/http/config.js';
+import { ProfiledResponse } from '../src/http/response.js';
 import { GivenHeaders } from '../src/http/write-head.js';
+import { step } from '../src/step.js';
 
 /** A response with no socket: setHeader and writeHead work on it all the same. */
 function response(): http.ServerResponse {
@@ -22,19 +26,46 @@ function refused(fn: () => void): string | null {
 }
 
 describe('GivenHeaders (the headers given to writeHead, with ours merged in)', () => {
-  test('refuses exactly the values res.setHeader refuses, with the same code, so writeHead never throws for us', () => {
-    const value = fc.oneof(fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme-ascii' }), fc.constantFrom('a\r\nSet-Cookie: x=1', 'caf\u00e9', '\u2603', '\u0000', '\t ok'));
+  /** A developer's profile with the given step names, its outputs rendered as at a whole body. */
+  function profiled(names: string[], owner: string | undefined): ProfiledResponse {
+    const cfg = resolveHttp({ isDeveloper: () => true, results: owner === undefined ? false : {} }, 'test', () => undefined);
+    const state = new ProfiledResponse(cfg as never, 'GET', '/', owner);
+    runInProfile(state.profile, () => {
+      for (const n of names) step(n, () => null);
+    });
+    state.body({ getHeader: () => undefined }, 200, '<p>x</p>');
+    return state;
+  }
+
+  test("what miniprof writes is accepted by writeHead, for any step names and whatever valid Link and Server-Timing the app gave", () => {
+    // Values Node accepts in a header (tab, printable ASCII, Latin-1), as the app may have set them.
+    const valid = fc.string({ unit: fc.oneof(fc.constant('\t'), fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), fc.integer({ min: 0x80, max: 0xff }).map((c) => String.fromCharCode(c))) });
+    const appValue = fc.option(fc.oneof(valid, fc.array(valid, { minLength: 1, maxLength: 3 })), { nil: undefined });
     fc.assert(
-      fc.property(fc.oneof(value, fc.array(value, { maxLength: 3 })), (v) => {
-        const given = new GivenHeaders({});
-        const expected = refused(() => response().setHeader('Server-Timing', v));
-        expect(refused(() => given.setHeader('Server-Timing', v))).toBe(expected);
-        expect(given.h['server-timing']).toBe(expected === null ? v : undefined);
-        // Whatever was accepted, writeHead accepts too.
-        if (expected === null) expect(refused(() => response().writeHead(200, given.h as http.OutgoingHttpHeaders))).toBeNull();
+      fc.property(fc.array(fc.string({ unit: 'binary' }), { maxLength: 5 }), appValue, appValue, fc.boolean(), (names, link, timing, results) => {
+        const state = profiled(names, results ? 'owner' : undefined);
+        const h: Record<string, unknown> = {};
+        if (link !== undefined) h['link'] = link;
+        if (timing !== undefined) h['server-timing'] = timing;
+        const given = new GivenHeaders({ ...h });
+        state.writeHeaders(given);
+        expect(refused(() => response().writeHead(200, given.h as http.OutgoingHttpHeaders))).toBeNull();
+        expect(typeof given.h['server-timing'] === 'string' || Array.isArray(given.h['server-timing'])).toBe(true);
+        expect(given.h['cache-control']).toBe('private, no-store');
+        expect(given.h['x-miniprof-id']).toBe(results ? state.profile.id : undefined);
       }),
-      { numRuns: 500 },
+      { numRuns: 300 },
     );
+  });
+
+  test("an invalid header of the app's is refused by writeHead with the same code as without miniprof", () => {
+    for (const [name, bad] of [['link', 'a\r\nSet-Cookie: x=1'], ['server-timing', ['ok', 'caf\u00e9\u2603']]] as [string, string | string[]][]) {
+      const without = refused(() => response().writeHead(200, { [name]: bad }));
+      expect(without).toBe('ERR_INVALID_CHAR');
+      const given = new GivenHeaders({ [name]: bad });
+      profiled(['s'], 'owner').writeHeaders(given);
+      expect(refused(() => response().writeHead(200, given.h as http.OutgoingHttpHeaders))).toBe(without);
+    }
   });
 
   test('names are looked up and removed in lowercase, and set under their lowercase form', () => {
