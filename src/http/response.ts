@@ -85,7 +85,8 @@ export class ProfiledResponse implements Expiring {
         debug('no comment: Content-Length %s does not match the body', String(declared));
         return null;
       }
-      if (typeof body === 'string' && typeof encoding === 'string') {
+      // 'utf8' is what Express's send passes with every string: no regex for the common case.
+      if (typeof body === 'string' && typeof encoding === 'string' && encoding !== 'utf8') {
         if (!TEXT_ENCODINGS.test(encoding)) {
           debug('no comment: string body in %s encoding', encoding);
           return null;
