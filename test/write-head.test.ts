@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { runInProfile } from '../src/context.js';
 import { resolveHttp } from '../src/http/config.js';
 import { ProfiledResponse } from '../src/http/response.js';
-import { GivenHeaders } from '../src/http/write-head.js';
+import { GivenHeaders, writeHeadWith, type ResMethod } from '../src/http/write-head.js';
 import { step } from '../src/step.js';
 
 /** A response with no socket: setHeader and writeHead work on it all the same. */
@@ -66,6 +66,17 @@ describe('GivenHeaders (the headers given to writeHead, with ours merged in)', (
       profiled(['s'], 'owner').writeHeaders(given);
       expect(refused(() => response().writeHead(200, given.h as http.OutgoingHttpHeaders))).toBe(without);
     }
+  });
+
+  test('a status code writeHead refuses leaves statusCode as it was, as it does without miniprof', () => {
+    const args = (function (..._a: unknown[]) {
+      return arguments;
+    })(42);
+    const plain = response();
+    expect(refused(() => plain.writeHead(42))).toBe('ERR_HTTP_INVALID_STATUS_CODE');
+    const res = response();
+    expect(refused(() => writeHeadWith(profiled(['s'], undefined), res, args, http.ServerResponse.prototype.writeHead as ResMethod))).toBe('ERR_HTTP_INVALID_STATUS_CODE');
+    expect(res.statusCode).toBe(plain.statusCode);
   });
 
   test('names are looked up and removed in lowercase, and set under their lowercase form', () => {

@@ -65,7 +65,6 @@ export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args
   const n = args.length;
   const at = n > 1 && typeof args[1] === 'string' ? 2 : 1;
   const given: unknown = n > at ? args[at] : undefined;
-  res.statusCode = args[0] as number;
   const own = givenHeaders(res, given);
   if (own !== null) {
     state.writeHeaders(new GivenHeaders(own));
