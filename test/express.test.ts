@@ -587,6 +587,23 @@ describe.each([
       });
     });
 
+    it("A6: the error page sent after writeHead refused a header of the app's still gets no-store and Server-Timing", async () => {
+      const bad = (app: Express) =>
+        app.get('/bad', (_req, res) => {
+          res.writeHead(200, { 'Content-Type': 'text/html', 'X-Bad': 'a\u0000b' });
+          res.end(PAGE);
+        });
+      const plain = await raw(await start([], bad), { path: '/bad' });
+      expect(plain.status).toBe(500);
+      expect(plain.headers['cache-control']).toBeUndefined();
+      const r = await raw(await start([mp()], bad), { path: '/bad' });
+      expect(r.status).toBe(500);
+      expect(comments(r.body.toString())).toHaveLength(1);
+      expect(header(r, 'cache-control')).toBe('private, no-store');
+      expect(header(r, 'server-timing')).toMatch(/total;dur=/);
+      expect(r.headers['x-bad']).toBeUndefined();
+    });
+
     it('A6: a conditional GET with the previous ETag gets 200 and a fresh profile', async () => {
       const etag = header(await raw(await start([]), { path: '/static' }), 'etag')!;
       const port = await start([mp()]);

@@ -687,6 +687,27 @@ describe('developer output', () => {
     expect(seen['/raw-set 1']).toEqual(expect.arrayContaining(['x-raw', 'content-type', 'cache-control', 'server-timing']));
   });
 
+  it("A6: an error page sent after writeHead refused a header of the app's still gets no-store and Server-Timing", async () => {
+    const routes = (a: FastifyInstance) => {
+      a.setErrorHandler((err: { code?: string }, _req, reply) => {
+        reply.removeHeader('x-bad');
+        return reply.code(500).type('text/html').send(`<html><body>${err.code}</body></html>`);
+      });
+      a.get('/bad', async (_req, reply) => reply.header('x-bad', 'a\u0000b').type('text/html').send(HTML));
+    };
+    const port = await listen(await build(byHeader, routes));
+    const other = parse(await rawGet(port, '/bad'));
+    expect(other.status).toBe(500);
+    expect(other.body.toString()).toBe('<html><body>ERR_INVALID_CHAR</body></html>');
+    const r = parse(await rawGet(port, '/bad', dev));
+    expect(r.status).toBe(500);
+    expect(r.body.toString()).toMatch(/^<html><body>ERR_INVALID_CHAR<!--\n[\s\S]*--><\/body><\/html>$/);
+    expect(header(r, 'cache-control')).toBe('private, no-store');
+    expect(header(r, 'server-timing')).toMatch(/total;dur=/);
+    expect(header(r, 'x-miniprof-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(header(r, 'x-bad')).toBeUndefined();
+  });
+
   it('A6: cache headers: private, no-store and no ETag; a developer\'s conditional GET gets a fresh 200, not a 304', async () => {
     const app = await build(byHeader, matrixRoutes);
     const port = await listen(app);

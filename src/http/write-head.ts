@@ -68,10 +68,24 @@ export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args
   const own = givenHeaders(res, given);
   if (own !== null) {
     state.writeHeaders(new GivenHeaders(own));
-    return at === 2 ? head.call(res, args[0], args[1], own) : head.call(res, args[0], own);
+    try {
+      return at === 2 ? head.call(res, args[0], args[1], own) : head.call(res, args[0], own);
+    } catch (err) {
+      // Refused (a status code, reason or header of the app's), nothing sent: ours were only in
+      // this copy, and the error page the app sends next must carry them too (no-store above all).
+      state.headersWritten = false;
+      throw err;
+    }
   }
-  if (Array.isArray(given)) setFromArray(res, given);
-  else if (given !== null && typeof given === 'object') for (const k of Object.keys(given)) res.setHeader(k, (given as Record<string, never>)[k]);
+  try {
+    if (Array.isArray(given)) setFromArray(res, given);
+    else if (given !== null && typeof given === 'object') for (const k of Object.keys(given)) res.setHeader(k, (given as Record<string, never>)[k]);
+  } catch (err) {
+    // A header of the app's refused before ours were set: the same.
+    state.headersWritten = false;
+    throw err;
+  }
+  // From here ours are on the response itself, and stay there if writeHead refuses its status.
   state.writeHeaders(res);
   return at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]);
 }
