@@ -1,7 +1,8 @@
 import http from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { runInProfile } from '../src/context.js';
+import { closeProfile, openProfiles, runInProfile } from '../src/context.js';
+import { unwatch, watched } from '../src/http/deadline.js';
 import { resolveHttp } from '../src/http/config.js';
 import { ProfiledResponse } from '../src/http/response.js';
 import { GivenHeaders, writeHeadWith, type ResMethod } from '../src/http/write-head.js';
@@ -34,6 +35,10 @@ describe('GivenHeaders (the headers given to writeHead, with ours merged in)', (
       for (const n of names) step(n, () => null);
     });
     state.body({ getHeader: () => undefined }, 200, '<p>x</p>');
+    // Closed at once: the headers are rendered from the frozen JSON, and an open profile would
+    // keep the promise hooks, the loop sampler and the deadline timer going for the next tests.
+    unwatch(state);
+    closeProfile(state.profile);
     return state;
   }
 
@@ -56,6 +61,8 @@ describe('GivenHeaders (the headers given to writeHead, with ours merged in)', (
       }),
       { numRuns: 300 },
     );
+    expect(openProfiles()).toBe(0);
+    expect(watched()).toBe(0);
   });
 
   test("an invalid header of the app's is refused by writeHead with the same code as without miniprof", () => {
