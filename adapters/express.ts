@@ -27,8 +27,8 @@ const PROFILED: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[Symbo
  * For a developer's request it runs the rest of the chain inside a profile, adds the HTML
  * comment to a whole HTML body, and sets `Server-Timing`. For anyone else it calls `next()` and
  * touches nothing: no AsyncLocalStorage, no wrapper on `res`. (After the first developer
- * request, Express's shared response prototype has miniprof's `end` and `writeHead`, which pass
- * every other response straight on after one WeakMap lookup.)
+ * request, Express's shared response prototype has miniprof's `end`, `writeHead` and `emit`, which
+ * pass every other response straight on after one WeakMap lookup, `emit` only for 'close'.)
  *
  * @example
  * import { miniprof } from 'miniprof/express';
@@ -74,20 +74,15 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
       res.end = function (this: ServerResponse) {
         return endWith(state, this, arguments, end);
       } as End;
+      // `on`, not `once`: 'close' comes once, and once()'s wrapper (a bound function, then a
+      // removeListener on this `res`, whose hidden class Express makes new per request) cost
+      // ~19,000-25,000 instructions per developer request (bench/RESULTS.md Run 9). A second
+      // 'close', should anything emit one, finds the profile sealed.
+      res.on('close', () => state.finish(res));
     } else {
+      // The shared `emit` (install) sees this response's 'close': no listener to add.
       HOOKS.set(res, { state, endWith });
     }
-    // `on`, not `once`: 'close' comes once, and once()'s wrapper (a bound function, then a
-    // removeListener on this `res`, whose hidden class Express makes new per request) cost
-    // ~19,000-25,000 instructions per developer request (bench/RESULTS.md Run 9). A second
-    // 'close', should anything emit one, finds the profile sealed.
-    res.on('close', () => {
-      // Not left to the GC: a WeakMap entry kept until then got the whole request promoted to the
-      // old generation (old-space growth per Express developer request ~15,000 -> ~11,900 bytes,
-      // Express alone ~11,600; bench/RESULTS.md Run 8).
-      if (base !== null) HOOKS.delete(res);
-      state.finish(res);
-    });
     return state;
   }
 
@@ -146,11 +141,13 @@ function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments,
  * Express gives every `res` maps of its own (it sets the prototype per request, and V8 then
  * never shares the maps of the properties added after): each own property miniprof added
  * (`end`, on-headers' `writeHead`) cost ~70,000 instructions per developer request on Node 20
- * (bench/instructions, Express `open` row; bench/RESULTS.md Run 7). So `end` and `writeHead` are
- * put once on Express's shared response prototype (the one every app's and sub-app's `response`
- * inherits from) and act only for responses in HOOKS; every other response goes straight on, at
- * the cost of a WeakMap lookup. Process-wide, like PROFILED: every copy of miniprof shares one
- * set of methods, and each entry carries its own copy's `endWith`.
+ * (bench/instructions, Express `open` row; bench/RESULTS.md Run 7). So `end`, `writeHead` and
+ * `emit` (for 'close') are put once on Express's shared response prototype (the one every app's
+ * and sub-app's `response` inherits from) and act only for responses in HOOKS; every other
+ * response goes straight on, at the cost of a WeakMap lookup. Process-wide, like PROFILED: every
+ * copy of miniprof shares one set of methods, and each entry carries its own copy's `endWith`.
+ * The symbols are versioned: a copy older than `emit` (v1) installs its own set and map, and each
+ * set passes the other's responses on.
  */
 interface Hooked {
   state: ProfiledResponse;
@@ -158,11 +155,12 @@ interface Hooked {
 }
 
 const SHARED = globalThis as Record<symbol, unknown>;
-const HOOKS = (SHARED[Symbol.for('miniprof.express.hooks.v1')] ??= new WeakMap()) as WeakMap<object, Hooked>;
+const HOOKS = (SHARED[Symbol.for('miniprof.express.hooks.v2')] ??= new WeakMap()) as WeakMap<object, Hooked>;
 /** Marks a prototype that has the methods. */
-const INSTALLED = Symbol.for('miniprof.express.hooks.v1.installed');
+const INSTALLED = Symbol.for('miniprof.express.hooks.v2.installed');
 
-type Base = { end: ResMethod; writeHead: ResMethod };
+type Base = { end: ResMethod; writeHead: ResMethod; emit: Emit };
+type Emit = (this: ServerResponse, ...args: unknown[]) => boolean;
 
 /**
  * The object between `res` and `ServerResponse.prototype` (Express's response prototype), with
@@ -188,8 +186,9 @@ function install(base: Base): void {
   // inherited one, looked up at each call so that a later patch of ServerResponse.prototype runs.
   const ownEnd = Object.hasOwn(base, 'end') ? base.end : undefined;
   const ownHead = Object.hasOwn(base, 'writeHead') ? base.writeHead : undefined;
+  const ownEmit = Object.hasOwn(base, 'emit') ? base.emit : undefined;
   const up = Object.getPrototypeOf(base) as Base;
-  const methods: Record<'end' | 'writeHead', ResMethod> = {
+  const methods: Record<'end' | 'writeHead', ResMethod> & { emit: Emit } = {
     end(this: ServerResponse) {
       const end = ownEnd ?? up.end;
       const h = HOOKS.get(this);
@@ -200,9 +199,27 @@ function install(base: Base): void {
       const h = HOOKS.get(this);
       return h === undefined ? head.apply(this, arguments as unknown as unknown[]) : writeHeadWith(h.state, this, arguments, head);
     },
+    // Node emits a response's 'close' (finished or aborted) through `emit`. Seen here, a developer
+    // response needs no 'close' listener: adding one read `on`, `_events` and `_eventsCount` on a
+    // `res` whose hidden class is new per request, a stub-cache miss each.
+    emit(this: ServerResponse, event: unknown) {
+      const emit = ownEmit ?? up.emit;
+      if (event === 'close') {
+        const h = HOOKS.get(this);
+        if (h !== undefined) {
+          // Not left to the GC: a WeakMap entry kept until then got the whole request promoted to
+          // the old generation (old-space growth per Express developer request ~15,000 -> ~11,900
+          // bytes, Express alone ~11,600; bench/RESULTS.md Run 8). A second 'close' finds nothing.
+          HOOKS.delete(this);
+          h.state.finish(this);
+        }
+      }
+      return emit.apply(this, arguments as unknown as unknown[]);
+    },
   };
   Object.defineProperty(base, 'end', { value: methods.end, writable: true, configurable: true, enumerable: false });
   Object.defineProperty(base, 'writeHead', { value: methods.writeHead, writable: true, configurable: true, enumerable: false });
+  Object.defineProperty(base, 'emit', { value: methods.emit, writable: true, configurable: true, enumerable: false });
   Object.defineProperty(base, INSTALLED, { value: true });
 }
 
