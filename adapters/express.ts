@@ -2,7 +2,7 @@ import { ServerResponse, type IncomingMessage } from 'node:http';
 import { runInProfile } from '../src/context.js';
 import { report } from '../src/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
-import { ProfiledResponse, stripConditionals } from '../src/http/response.js';
+import { headersSent, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 import { writeHeadWith, type ResMethod } from '../src/http/write-head.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../src/results/routes.js';
 
@@ -62,6 +62,8 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   // own (their maps are new per request; bench/RESULTS.md Run 9).
   function instrument(req: Req, res: ServerResponse, owner: string, url: string | undefined): ProfiledResponse {
     const state = new ProfiledResponse(cfg as never, req.method, url, owner);
+    // Read now, as isDeveloper's peer check just did (a stub-cache hit), not at close (a miss).
+    state.socket = req.socket;
     stripConditionals(req.headers);
     const base = sharedBase(res);
     if (base === null) {
@@ -123,7 +125,7 @@ function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments,
   const chunk: unknown = args[0];
   const encoding: unknown = args[1];
   const cb: unknown = args[2];
-  if (res.headersSent || chunk === undefined || chunk === null || typeof chunk === 'function') {
+  if (headersSent(res) || chunk === undefined || chunk === null || typeof chunk === 'function') {
     state.body(res, res.statusCode, undefined);
     return end.apply(res, args as unknown as unknown[]);
   }

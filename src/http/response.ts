@@ -1,4 +1,4 @@
-import { ServerResponse } from 'node:http';
+import { OutgoingMessage, ServerResponse } from 'node:http';
 import { closeProfile } from '../context.js';
 import { debug, report } from '../errors.js';
 import { toText } from '../names.js';
@@ -43,12 +43,16 @@ export class ProfiledResponse implements Expiring {
   /** Our headers were written: by writeHeadWith, at the first writeHead only. */
   headersWritten = false;
 
+  /** The request's socket, where the adapter has it at hand (see delivered); undefined: `res.req.socket`. */
+  socket: { errored?: unknown } | null | undefined;
+
   /** Whose profile this is, for the store; undefined when results are off. */
   private readonly owner: string | undefined;
 
   constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string) {
     this.cfg = cfg;
     this.owner = owner;
+    this.socket = undefined;
     this.method = method ?? 'GET';
     const path = toText(pathOf(url), cfg.core.maxNameLength);
     this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
@@ -132,7 +136,7 @@ export class ProfiledResponse implements Expiring {
    * {@link delivered}; an adapter that saw 'finish' says so (light-my-request, behind Fastify's
    * `inject`, emits 'finish' but never sets `writableFinished`).
    */
-  finish(res: ServerResponse, finished = delivered(res)): void {
+  finish(res: ServerResponse, finished = delivered(res, this.socket)): void {
     try {
       const req = this.profile.request!;
       req.status = res.statusCode;
@@ -172,7 +176,7 @@ export class ProfiledResponse implements Expiring {
  * true, for a response whose connection was reset while its end was still being written (a client
  * that left during a large body); Node 24 does not. The request's socket keeps that reset.
  */
-export function delivered(res: ServerResponse): boolean {
+export function delivered(res: ServerResponse, socket?: { errored?: unknown } | null): boolean {
   // HTTP/2 (Fastify's `http2: true`): a response's `writableFinished` reads true once its stream
   // is closed, also when the client reset it before anything was sent; the stream says which.
   // Told apart without loading node:http2 for everyone: HTTP/1 responses (light-my-request's too)
@@ -181,7 +185,17 @@ export function delivered(res: ServerResponse): boolean {
     const h2 = res as { writableEnded: boolean; stream?: { aborted?: boolean } };
     return h2.writableEnded && h2.stream?.aborted !== true;
   }
-  return res.writableFinished && res.req?.socket?.errored == null;
+  // The getter called, and the socket passed, rather than read from `res`: on Express each read of
+  // a property of `res` is a stub-cache miss (its hidden class is new per request).
+  return WRITABLE_FINISHED.call(res) === true && (socket === undefined ? res.req?.socket : socket)?.errored == null;
+}
+
+const WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'writableFinished')!.get!;
+const HEADERS_SENT = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'headersSent')!.get!;
+
+/** `res.headersSent`, without looking the getter up on `res` (see delivered). */
+export function headersSent(res: ServerResponse): boolean {
+  return HEADERS_SENT.call(res) === true;
 }
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
