@@ -1507,3 +1507,45 @@ describe('HTTPS: Express 5 behind https.createServer, on a real TLS socket', () 
     expect(optIn.res.headers['set-cookie']![0]).toMatch(/^miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
   });
 });
+
+describe("a response prototype that has its own end, writeHead and emit before miniprof's", () => {
+  // An older copy of miniprof (its hook symbols are versioned) or an agent that patched Express's
+  // response prototype: miniprof's shared methods go on top and call these for every response.
+  it('a developer response is profiled and sealed, and every response still reaches them', async () => {
+    const calls: string[] = [];
+    const base = Object.create(http.ServerResponse.prototype) as Record<string, unknown>;
+    for (const m of ['end', 'writeHead', 'emit'] as const) {
+      const inherited = http.ServerResponse.prototype[m] as (...args: unknown[]) => unknown;
+      base[m] = function (this: http.ServerResponse, ...args: unknown[]) {
+        if (m !== 'emit' || args[0] === 'close') calls.push(m);
+        return inherited.apply(this, args);
+      };
+    }
+    // Laid out as Express lays a response out: res -> the app's prototype -> base -> ServerResponse's.
+    const perApp = Object.create(base) as object;
+    const mw = miniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1', machine: 'web-1', now: () => EPOCH, clock: () => 0, results: false, onInternalError: (err) => faults.push(err) });
+    const port = await serve((req, res) => {
+      Object.setPrototypeOf(res, perApp);
+      mw(req, res, () => {
+        capture();
+        step('work', () => undefined);
+        res.setHeader('Content-Type', 'text/html');
+        res.end(PAGE);
+      });
+    });
+
+    const dev = await raw(port, { path: '/p', headers: { 'x-dev': '1' } });
+    expect(header(dev, 'server-timing')).toBe('work;dur=0.0, total;dur=0.0');
+    expect(dev.body.toString()).toBe(PAGE.replace('</body>', `${expectedComment('/p', ['> work'])}</body>`));
+    const json = await sealed(seen[0]);
+    expect(json.request).toEqual({ method: 'GET', path: '/p', status: 200 });
+    await waitFor(() => calls.length === 3, 3000, "the developer response's close");
+    expect(calls).toEqual(['end', 'writeHead', 'emit']);
+
+    const plain = await raw(port, { path: '/p' });
+    expect(plain.body.toString()).toBe(PAGE);
+    expect(header(plain, 'server-timing')).toBeUndefined();
+    await waitFor(() => calls.length === 6, 3000, "the other response's close");
+    expect(calls.slice(3)).toEqual(['end', 'writeHead', 'emit']);
+  });
+});
