@@ -8,7 +8,9 @@
 // to parse (headers, comment): measured by bench/instructions/client.js. Other differences are the
 // server's.
 //
-// Configurations: none; nondev (miniprof installed, nobody a developer, its steps called); hooks
+// Configurations: none; nondev (miniprof installed, nobody a developer, its steps called); visited
+// (the same after one developer request: on Express its `end`, `writeHead` and `emit` are then on
+// the shared response prototype and every response passes through them); hooks
 // (promise hooks on, nothing else); open (a profile per request with plain calls instead of
 // steps, no outputs, no results store); steps (+ the page's 10 steps); outputs (+ comment and
 // Server-Timing); dev (+ the results store: the default setup); ref (bench/reference.js, the
@@ -26,6 +28,7 @@ const [framework, config, count] = process.argv.slice(2);
 const CONFIGS = {
   none: null,
   nondev: {},
+  visited: {},
   hooks: null,
   open: { results: false, htmlComment: false, serverTiming: false },
   steps: { results: false, htmlComment: false, serverTiming: false },
@@ -47,7 +50,9 @@ let t = 0;
 const fake = process.env.FAKE_CLOCK === '1' ? { clock: () => (t += 0.013) } : {};
 // MP_OPTIONS='{"htmlComment":false}' adds options (JSON) to the configuration's, to split a row.
 const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.MP_OPTIONS);
-const options = { isDeveloper: config === 'nondev' ? () => false : () => true, machine: 'bench', ...fake, ...extra, ...more };
+let first = true;
+const isDeveloper = config === 'nondev' ? () => false : config === 'visited' ? () => first && !(first = false) : () => true;
+const options = { isDeveloper, machine: 'bench', ...fake, ...extra, ...more };
 
 const server = await servePage(framework, s, async (app) => {
   if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
@@ -66,7 +71,7 @@ if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 // instructions a Fastify developer request: KEEP_OPEN=0, the build before and after the fix) and,
 // on the real clock, a restart of the loop sampler. Both now only note the close; KEEP_OPEN=0
 // and 1 differ by ~1,500 (the release timer's own firings).
-if (extra !== null && config !== 'nondev' && process.env.KEEP_OPEN === '1') {
+if (extra !== null && config !== 'nondev' && config !== 'visited' && process.env.KEEP_OPEN === '1') {
   // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
   // request depend on how fast valgrind runs that minute.
   void (await import(dist('src/index.js'))).withProfile('keep-open', () => new Promise(() => {}), { clock: () => 0 });

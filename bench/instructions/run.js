@@ -73,6 +73,7 @@ for (let i = 0; i < jobs.length; i += 2) {
 const LABELS = {
   none: 'no profiler',
   nondev: 'miniprof installed, request not a developer\'s',
+  visited: 'the same, after one developer request',
   hooks: 'promise hooks on, nothing else',
   open: 'a profile per request, plain calls, no outputs, no store',
   steps: '+ the 10 steps',
