@@ -27,8 +27,8 @@ export function jsonBytes(value: unknown): number {
 export function profileBytes(p: ProfileJSON): number {
   // {"v":…,"id":…,"name":…,"machine":…,"started":…,"durationMs":…,"droppedSteps":…,"warnings":…,"root":…}
   // `id` (a randomUUID) and `started` (isoTime) are ASCII with nothing to escape: their length and
-  // two quotes. Not scanned: both are cons strings, over which charCodeAt is ~4x slower than over
-  // a flat string; in a loop they took 0.1-0.5 µs each of this walk's ~1 µs (bench/RESULTS.md Run 17).
+  // two quotes. Not scanned: in a loop they took 0.1-0.5 µs each of this walk's ~1 µs, when both
+  // were still cons strings (bench/RESULTS.md Run 17; they are flattened since Run 18).
   let b = 5 + numberBytes(p.v) + 6 + (p.id.length + 2) + 8 + stringBytes(p.name) + 11 + stringBytes(p.machine) + 11 + (p.started.length + 2);
   b += 14 + numberBytes(p.durationMs) + 16 + numberBytes(p.droppedSteps) + 12 + bytes(p.warnings, 'warnings') + 8 + treeBytes(p.root);
   if (p.request !== undefined) b += 11 + bytes(p.request, 'request');
