@@ -62,7 +62,8 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   // own (their maps are new per request; bench/RESULTS.md Run 9).
   function instrument(req: Req, res: ServerResponse, owner: string, url: string | undefined): ProfiledResponse {
     const state = new ProfiledResponse(cfg as never, req.method, url, owner);
-    // Read now, as isDeveloper's peer check just did (a stub-cache hit), not at close (a miss).
+    // Read now, right after the owner's peer check read it (a stub-cache hit; with an `owner`
+    // function of the app's, the same one miss), rather than at close (two misses: `req`, `socket`).
     state.socket = req.socket;
     stripConditionals(req.headers);
     const base = sharedBase(res);

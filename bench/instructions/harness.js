@@ -50,8 +50,8 @@ let t = 0;
 const fake = process.env.FAKE_CLOCK === '1' ? { clock: () => (t += 0.013) } : {};
 // MP_OPTIONS='{"htmlComment":false}' adds options (JSON) to the configuration's, to split a row.
 const more = process.env.MP_OPTIONS === undefined ? {} : JSON.parse(process.env.MP_OPTIONS);
-let first = true;
-const isDeveloper = config === 'nondev' ? () => false : config === 'visited' ? () => first && !(first = false) : () => true;
+let visits = 0;
+const isDeveloper = config === 'nondev' ? () => false : config === 'visited' ? () => visits++ === 0 : () => true;
 const options = { isDeveloper, machine: 'bench', ...fake, ...extra, ...more };
 
 const server = await servePage(framework, s, async (app) => {
