@@ -54,7 +54,11 @@ let visits = 0;
 const isDeveloper = config === 'nondev' ? () => false : config === 'visited' ? () => visits++ === 0 : () => true;
 const options = { isDeveloper, machine: 'bench', ...fake, ...extra, ...more };
 
+// COMPRESSION=1 (Express) mounts compression() first, as the README advises: miniprof then finds
+// compression's own `res.end` and takes its own-wrapper path.
+const compression = process.env.COMPRESSION === '1' && framework === 'express' ? (await import('compression')).default : null;
 const server = await servePage(framework, s, async (app) => {
+  if (compression !== null) app.use(compression());
   if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
