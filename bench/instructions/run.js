@@ -19,6 +19,10 @@
 // loading and most JIT compilation cancel out, leaving the steady state. Instructions are not
 // time (cache misses and syscalls are not in them), so read them next to bench/run.js's ratios,
 // not instead of them. Two valgrind processes run at once (one per core).
+//
+// On Node 24 count from 14,000 on (`--from 14000 --to 24000`): its V8 moves code through one tier
+// more (Maglev), a function run once a request climbs slowly, and over 4,000-14,000 every row was
+// still 34-49% above its later count (bench/RESULTS.md Run 19).
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
