@@ -418,8 +418,8 @@ function detach(root: TimingNode): void {
  * keeps the profile, and the headers and the comment copy them out, each copy walking the tree
  * (and the scavenger copying it until it is promoted). Reading one character makes V8 flatten
  * the tree once, here: -14,800 instructions per Fastify developer request (-19,800 on Node 24)
- * and -5,400 to -9,000 per Express one, nearly all of it GC (bench/RESULTS.md Run 18). The code read goes to a module variable so that the
- * optimizing compiler cannot drop the read.
+ * and -5,400 to -9,000 per Express one, nearly all of it GC (bench/RESULTS.md Run 18). The
+ * character code goes to a module variable so that the optimizing compiler cannot drop the read.
  */
 function flat(s: string): string {
   charSink ^= s.charCodeAt(0);
