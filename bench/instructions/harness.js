@@ -8,7 +8,9 @@
 // to parse (headers, comment): measured by bench/instructions/client.js. Other differences are the
 // server's.
 //
-// Configurations: none; nondev (miniprof installed, nobody a developer, its steps called); visited
+// Configurations: none; hook (an empty global hook of the kind miniprof registers: Fastify's
+// `onRequest`, an Express middleware; the framework's own share of a non-developer request, as
+// in bench/http/server.js); nondev (miniprof installed, nobody a developer, its steps called); visited
 // (the same after one developer request: on Express its `end`, `writeHead` and `emit` are then on
 // the shared response prototype and every response passes through them); hooks
 // (promise hooks on, nothing else); open (a profile per request with plain calls instead of
@@ -27,6 +29,7 @@ import { installReference, referencePageStep } from '../reference.js';
 const [framework, config, count] = process.argv.slice(2);
 const CONFIGS = {
   none: null,
+  hook: null,
   nondev: {},
   visited: {},
   hooks: null,
@@ -60,6 +63,8 @@ const compression = process.env.COMPRESSION === '1' && framework === 'express' ?
 const server = await servePage(framework, s, async (app) => {
   if (compression !== null) app.use(compression());
   if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
+  if (config === 'hook' && framework === 'express') app.use((_req, _res, next) => next());
+  else if (config === 'hook') app.addHook('onRequest', (_request, _reply, done) => done());
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
   if (framework === 'express') app.use(miniprof(options));

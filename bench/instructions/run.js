@@ -76,6 +76,7 @@ for (let i = 0; i < jobs.length; i += 2) {
 
 const LABELS = {
   none: 'no profiler',
+  hook: 'an empty hook of the same kind (the framework\'s share)',
   nondev: 'miniprof installed, request not a developer\'s',
   visited: 'the same, after one developer request',
   hooks: 'promise hooks on, nothing else',
