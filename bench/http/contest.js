@@ -1,8 +1,8 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]`:
 // two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
-// SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, `rounds`
-// (default 3) rounds each. Each round reports, per server, req/s and CPU µs per request; the
+// SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
+// two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s and CPU µs per request; the
 // summary gives the median over all rounds of B over A, and each pair's own median.
 //
 // Why: the other HTTP benches (bench/run.js, ab.js) load one server at a time, in turns. On this
@@ -70,8 +70,11 @@ async function pair(p) {
       started.push({ cp, port: first.port });
     }
     const servers = p % 2 === 0 ? started : [started[1], started[0]];
-    await round(servers, 1, 0);
-    await round(servers, 1, 1);
+    // Two full slices, not measured: with 1 s each, a developer server's first measured round still
+    // came out 20-30% below its next two, in every pair (Express on Node 20 runs only ~2,000
+    // requests a second here).
+    await round(servers, seconds, 0);
+    await round(servers, seconds, 1);
     const out = [];
     for (let r = 0; r < rounds; r++) out.push(await round(servers, seconds, r % 2));
     return out;
