@@ -22,8 +22,7 @@
 // measured `fastify none nondev` at ×0.80 (rounds 0.78-0.83); three later pairs at ×0.97-0.98.
 // So the difference between pairs is the spread to quote, and the median over pairs the figure.
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { ask, median, startChild, startServer, taskset } from './children.js';
+import { ask, median, startLoader, startServer, taskset } from './children.js';
 
 const argv = process.argv.slice(2);
 const nodeAt = argv.indexOf('--node');
@@ -40,8 +39,7 @@ if (!taskset) console.error('[contest] no taskset: servers and loaders are not p
 const seconds = Number(process.env.SLICE ?? 3);
 const CONNECTIONS = 25;
 
-const here = new URL('.', import.meta.url).pathname;
-const loaders = [(await startChild(1, process.execPath, join(here, 'load.js'), [])).cp, (await startChild(1, process.execPath, join(here, 'load.js'), [])).cp];
+const loaders = [(await startLoader()).cp, (await startLoader()).cp];
 
 /** Both servers under load at once for `secs`; loader i hits server (i + swap) % 2. */
 async function round(servers, secs, swap) {
