@@ -7,7 +7,7 @@ import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
   fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
@@ -81,7 +81,8 @@ const server = await servePage(framework, s, async (app) => {
     await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   } else if (config === 'hook') {
     // The framework's own share: the cheapest global hook of the kind miniprof registers.
-    app.addHook('onRequest', (_request, _reply, done) => done());
+    if (framework === 'express') app.use((_req, _res, next) => next());
+    else app.addHook('onRequest', (_request, _reply, done) => done());
   } else if (config.startsWith('otel') && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
