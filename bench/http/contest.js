@@ -1,5 +1,5 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
-// [--env-a JSON] [--env-b JSON]`:
+// [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]`:
 // two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
 // SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
@@ -18,7 +18,9 @@
 // `contest.js <fw> none none` is the control: it shows the method's own spread. `--env-a` and
 // `--env-b` add environment variables to one side's server only: two builds of the same
 // configuration (`--env-b '{"MINIPROF_BENCH_DIST":"scratch/var-x"}'`), or one of server.js's
-// switches (`MP_COUNTER_CLOCK`, `MP_OPTS`).
+// switches (`MP_COUNTER_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON array) are node
+// flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which NODE_OPTIONS
+// does not take.
 //
 // Why fresh pairs: a server process can run a few percent (once 20%) slower than another of the
 // same configuration, in every round of its life, while the rounds agree within 1-2%: something
@@ -36,20 +38,24 @@ for (let i = 0; i < argv.length; i++) {
   else pos.push(argv[i]);
 }
 const bin = named.get('--node') ?? process.execPath;
-const envOf = (name) => {
+/** `--env-*` is a JSON object, `--flags-*` a JSON array of strings. */
+const jsonOf = (name, array) => {
   const v = named.get(name);
   if (v === undefined) return undefined;
   const o = JSON.parse(v);
-  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error(`${name} must be a JSON object, got ${v}`);
+  const ok = array ? Array.isArray(o) && o.every((x) => typeof x === 'string') : o !== null && typeof o === 'object' && !Array.isArray(o);
+  if (!ok) throw new Error(`${name} must be a JSON ${array ? 'array of strings' : 'object'}, got ${v}`);
   return o;
 };
-const envA = envOf('--env-a');
-const envB = envOf('--env-b');
+const envA = jsonOf('--env-a', false);
+const envB = jsonOf('--env-b', false);
+const flagsA = jsonOf('--flags-a', true);
+const flagsB = jsonOf('--flags-b', true);
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--env-a JSON] [--env-b JSON]');
+  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');
@@ -78,14 +84,14 @@ async function round(servers, secs, swap) {
 /** One fresh pair: started one after the other (in turn A first, then B first), warmed, measured. */
 async function pair(p) {
   const sides = [
-    { config: configA, env: envA },
-    { config: configB, env: envB },
+    { config: configA, env: envA, execArgv: flagsA },
+    { config: configB, env: envB, execArgv: flagsB },
   ];
   const order = p % 2 === 0 ? sides : [sides[1], sides[0]];
   const started = [];
   try {
-    for (const { config, env } of order) {
-      const { cp, first } = await startServer(bin, framework, config, { env });
+    for (const { config, env, execArgv } of order) {
+      const { cp, first } = await startServer(bin, framework, config, { env, execArgv });
       started.push({ cp, port: first.port });
     }
     const servers = p % 2 === 0 ? started : [started[1], started[0]];
@@ -122,8 +128,8 @@ const cpu = rows.map(([a, b]) => a.cpuUs / b.cpuUs);
 const busy = rows.map(([a, b]) => (a.cpuTotal + b.cpuTotal) / a.wallUs);
 const errors = rows.reduce((n, [a, b]) => n + a.errors + b.errors, 0);
 const version = bin === process.execPath ? process.version : (await import('node:child_process')).execFileSync(bin, ['--version']).toString().trim();
-const label = (config, env) => (env === undefined ? config : `${config} ${JSON.stringify(env)}`);
-console.log(`${framework}, Node ${version}, ${label(configA, envA)} (A) and ${label(configB, envB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
+const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
+console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 rows.forEach(([a, b], i) => {
