@@ -3,8 +3,9 @@
 // two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
 // SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
-// two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s and CPU µs per request; the
-// summary gives the median over all rounds of B over A, and each pair's own median.
+// two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
+// and CPU µs per request; the summary gives the median over all rounds of B over A, and each
+// pair's own median.
 //
 // Why: the other HTTP benches (bench/run.js, ab.js) load one server at a time, in turns. On this
 // shared VM the same server's throughput moves 10-30% from one slice to the next, so a 3-5%
@@ -27,6 +28,7 @@
 // fixed at start-up (where V8 put the heap and code, which functions it optimized how). One pair
 // measured `fastify none nondev` at ×0.80 (rounds 0.78-0.83); three later pairs at ×0.97-0.98.
 // So the difference between pairs is the spread to quote, and the median over pairs the figure.
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { ask, median, startLoader, startServer, taskset } from './children.js';
 
@@ -127,7 +129,7 @@ const rps = rows.map(([a, b]) => b.rps / a.rps);
 const cpu = rows.map(([a, b]) => a.cpuUs / b.cpuUs);
 const busy = rows.map(([a, b]) => (a.cpuTotal + b.cpuTotal) / a.wallUs);
 const errors = rows.reduce((n, [a, b]) => n + a.errors + b.errors, 0);
-const version = bin === process.execPath ? process.version : (await import('node:child_process')).execFileSync(bin, ['--version']).toString().trim();
+const version = bin === process.execPath ? process.version : execFileSync(bin, ['--version']).toString().trim();
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
 console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy |');

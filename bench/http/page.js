@@ -26,6 +26,16 @@ export async function page(s) {
 
 export const direct = (_name, fn) => fn();
 
+/**
+ * The framework's own share of a non-developer request: the cheapest global hook of the kind
+ * miniprof registers (an Express middleware, a Fastify `onRequest`), doing nothing. The `hook`
+ * configuration of bench/http/server.js and of bench/instructions/harness.js.
+ */
+export function emptyHook(framework, app) {
+  if (framework === 'express') app.use((_req, _res, next) => next());
+  else app.addHook('onRequest', (_request, _reply, done) => done());
+}
+
 /** A module of the build under test: `dist/`, or MINIPROF_BENCH_DIST (a copy of it with a change). */
 const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
 export const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;

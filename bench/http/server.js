@@ -2,7 +2,7 @@
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
 import { PerformanceObserver } from 'node:perf_hooks';
-import { direct, dist, otelCollector, otelStep, servePage } from './page.js';
+import { direct, dist, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
@@ -80,9 +80,7 @@ const server = await servePage(framework, s, async (app) => {
     // REF_OUTPUTS=0: the reference renders nothing (no comment, no Server-Timing).
     await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   } else if (config === 'hook') {
-    // The framework's own share: the cheapest global hook of the kind miniprof registers.
-    if (framework === 'express') app.use((_req, _res, next) => next());
-    else app.addHook('onRequest', (_request, _reply, done) => done());
+    emptyHook(framework, app);
   } else if (config.startsWith('otel') && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {

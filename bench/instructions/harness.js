@@ -22,7 +22,7 @@
 import http from 'node:http';
 import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { direct, dist, servePage } from '../http/page.js';
+import { direct, dist, emptyHook, servePage } from '../http/page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
 
@@ -63,8 +63,7 @@ const compression = process.env.COMPRESSION === '1' && framework === 'express' ?
 const server = await servePage(framework, s, async (app) => {
   if (compression !== null) app.use(compression());
   if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
-  if (config === 'hook' && framework === 'express') app.use((_req, _res, next) => next());
-  else if (config === 'hook') app.addHook('onRequest', (_request, _reply, done) => done());
+  if (config === 'hook') emptyHook(framework, app);
   if (extra === null) return;
   const { miniprof } = await import(dist(`adapters/${framework}.js`));
   if (framework === 'express') app.use(miniprof(options));
