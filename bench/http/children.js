@@ -84,3 +84,51 @@ export async function sideBySide(framework, rows, rounds) {
     loader.send({ cmd: 'exit' });
   }
 }
+
+/**
+ * Two servers under load at the same time (the method of bench/http/contest.js, which explains
+ * why): A and B (`{ config, env, execArgv }`) pinned together to CPU 0, each loaded by its own
+ * autocannon process on CPU 1 (`connections` each, `seconds` per slice), the loaders swapping
+ * servers every round. `pairs` fresh pairs of processes, each warmed by two unmeasured slices, then
+ * `rounds` rounds. Pass two started loaders (`startLoader`) to reuse them across contests.
+ * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
+ * loader's req/s, p50, p99 and errors and the server's CPU µs per request.
+ */
+export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
+  async function round(servers, swap) {
+    const before = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
+    const t0 = process.hrtime.bigint();
+    const loads = await Promise.all(loaders.map((l, i) => ask(l, { url: `http://127.0.0.1:${servers[(i + swap) % 2].port}/`, seconds, connections })));
+    const wallUs = Number(process.hrtime.bigint() - t0) / 1000;
+    const after = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
+    const [sa, sb] = servers.map((_, k) => {
+      const load = loads[(k - swap + 2) % 2];
+      const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
+      const n = Math.max(1, after[k].requests - before[k].requests);
+      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu };
+    });
+    return { a: sa, b: sb, wallUs };
+  }
+  const out = [];
+  for (let p = 0; p < pairs; p++) {
+    // Started one after the other, A first in even pairs and B first in odd ones.
+    const order = p % 2 === 0 ? [a, b] : [b, a];
+    const started = [];
+    try {
+      for (const side of order) {
+        const { cp, first } = await startServer(bin, framework, side.config, { env: side.env, execArgv: side.execArgv });
+        started.push({ cp, port: first.port });
+      }
+      const servers = p % 2 === 0 ? started : [started[1], started[0]];
+      // Two full slices, not measured: with 1 s each, a developer server's first measured round
+      // still came out 20-30% below its next two, in every pair (Express on Node 20 runs only
+      // ~2,000 requests a second here).
+      await round(servers, 0);
+      await round(servers, 1);
+      for (let r = 0; r < rounds; r++) out.push({ pair: p, ...(await round(servers, r % 2)) });
+    } finally {
+      for (const s of started) s.cp.send({ cmd: 'exit' });
+    }
+  }
+  return out;
+}

@@ -30,7 +30,7 @@
 // So the difference between pairs is the spread to quote, and the median over pairs the figure.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { ask, median, startLoader, startServer, taskset } from './children.js';
+import { contest, median, startLoader, taskset } from './children.js';
 
 const argv = process.argv.slice(2);
 const named = new Map();
@@ -65,80 +65,40 @@ const seconds = Number(process.env.SLICE ?? 3);
 const CONNECTIONS = 25;
 
 const loaders = [(await startLoader()).cp, (await startLoader()).cp];
-
-/** Both servers under load at once for `secs`; loader i hits server (i + swap) % 2. */
-async function round(servers, secs, swap) {
-  const before = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
-  const t0 = process.hrtime.bigint();
-  const loads = await Promise.all(
-    loaders.map((l, i) => ask(l, { url: `http://127.0.0.1:${servers[(i + swap) % 2].port}/`, seconds: secs, connections: CONNECTIONS })),
-  );
-  const wallUs = Number(process.hrtime.bigint() - t0) / 1000;
-  const after = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
-  return servers.map((_, k) => {
-    const load = loads[(k - swap + 2) % 2];
-    const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
-    const n = Math.max(1, after[k].requests - before[k].requests);
-    return { rps: load.rps, cpuUs: cpu / n, cpuTotal: cpu, errors: load.errors + load.non2xx, wallUs };
-  });
-}
-
-/** One fresh pair: started one after the other (in turn A first, then B first), warmed, measured. */
-async function pair(p) {
-  const sides = [
-    { config: configA, env: envA, execArgv: flagsA },
-    { config: configB, env: envB, execArgv: flagsB },
-  ];
-  const order = p % 2 === 0 ? sides : [sides[1], sides[0]];
-  const started = [];
-  try {
-    for (const { config, env, execArgv } of order) {
-      const { cp, first } = await startServer(bin, framework, config, { env, execArgv });
-      started.push({ cp, port: first.port });
-    }
-    const servers = p % 2 === 0 ? started : [started[1], started[0]];
-    // Two full slices, not measured: with 1 s each, a developer server's first measured round still
-    // came out 20-30% below its next two, in every pair (Express on Node 20 runs only ~2,000
-    // requests a second here).
-    await round(servers, seconds, 0);
-    await round(servers, seconds, 1);
-    const out = [];
-    for (let r = 0; r < rounds; r++) out.push(await round(servers, seconds, r % 2));
-    return out;
-  } finally {
-    for (const s of started) s.cp.send({ cmd: 'exit' });
-  }
-}
-
-const rows = [];
-const pairOf = [];
+let measured;
 try {
-  for (let p = 0; p < pairs; p++) {
-    for (const r of await pair(p)) {
-      rows.push(r);
-      pairOf.push(p);
-    }
-  }
+  measured = await contest({
+    bin,
+    framework,
+    a: { config: configA, env: envA, execArgv: flagsA },
+    b: { config: configB, env: envB, execArgv: flagsB },
+    pairs,
+    rounds,
+    seconds,
+    connections: CONNECTIONS,
+    loaders,
+  });
 } finally {
   for (const l of loaders) l.send({ cmd: 'exit' });
 }
+const pairOf = measured.map((m) => m.pair);
 
 const fmt = (x, d = 3) => x.toFixed(d);
 const span = (xs) => `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`;
-const rps = rows.map(([a, b]) => b.rps / a.rps);
-const cpu = rows.map(([a, b]) => a.cpuUs / b.cpuUs);
-const busy = rows.map(([a, b]) => (a.cpuTotal + b.cpuTotal) / a.wallUs);
-const errors = rows.reduce((n, [a, b]) => n + a.errors + b.errors, 0);
+const rps = measured.map(({ a, b }) => b.rps / a.rps);
+const cpu = measured.map(({ a, b }) => a.cpuUs / b.cpuUs);
+const busy = measured.map(({ a, b, wallUs }) => (a.cpuTotal + b.cpuTotal) / wallUs);
+const errors = measured.reduce((n, { a, b }) => n + a.errors + b.errors, 0);
 const version = bin === process.execPath ? process.version : execFileSync(bin, ['--version']).toString().trim();
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
 console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-rows.forEach(([a, b], i) => {
+measured.forEach(({ a, b }, i) => {
   console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% |`);
 });
 const perPair = Array.from({ length: pairs }, (_, p) => median(rps.filter((_, i) => pairOf[i] === p)));
 console.log(
-  `\nB against A: throughput ×${fmt(median(rps))} (median of ${rows.length} rounds; each pair's median: ${perPair.map((x) => fmt(x)).join(', ')}), ` +
+  `\nB against A: throughput ×${fmt(median(rps))} (median of ${measured.length} rounds; each pair's median: ${perPair.map((x) => fmt(x)).join(', ')}), ` +
     `CPU per request ×${fmt(median(cpu))} (${span(cpu)}; A's CPU µs per request over B's, below 1 when B costs more)${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
 );
