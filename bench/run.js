@@ -4,6 +4,7 @@
 //
 //   node bench/run.js [--quick] [--micro | --http] [--rounds N] [--pairs N] [--slice SECONDS]
 //                     [--micro-ms MS] [--connections N] [--only ROWS] [--node PATH]... [--no-node24]
+//   node bench/run.js --render bench/results/latest.json   # an earlier run's report again
 //
 // Env: MINIPROF_BENCH_ROUNDS, MINIPROF_BENCH_PAIRS, MINIPROF_BENCH_SLICE, MINIPROF_BENCH_MICRO_MS,
 // MINIPROF_BENCH_CONNECTIONS, MINIPROF_BENCH_ONLY, MINIPROF_BENCH_NODE24.
@@ -14,7 +15,7 @@
 // processes, `--rounds` rounds each; ratios are taken within a round, then the median.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { contest, startLoader, startServer, taskset } from './http/children.js';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,7 +129,6 @@ async function check(bin, framework, config) {
 
 async function http(bin) {
   const loaders = [(await startLoader()).cp, (await startLoader()).cp];
-  const summary = {};
   const samples = {};
   const raw = {};
   try {
@@ -140,29 +140,44 @@ async function http(bin) {
       for (const row of rows) {
         const [a, b] = row.split('/');
         log(`http ${versionOf(bin)} ${framework} ${a} against ${b}: ${pairs} pair(s) x ${rounds} round(s) of ${slice} s (load ${load()})`);
-        const m = await contest({ bin, framework, a: { config: a }, b: { config: b }, pairs, rounds, seconds: slice, connections, loaders });
-        (raw[framework] ??= {})[row] = m;
-        const ratios = m.map((x) => x.b.rps / x.a.rps);
-        const perPair = [...new Set(m.map((x) => x.pair))].map((p) => median(ratios.filter((_, i) => m[i].pair === p)));
-        (summary[framework] ??= {})[row] = {
-          ratio: median(ratios),
-          pairMin: Math.min(...perPair),
-          pairMax: Math.max(...perPair),
-          // A's CPU per request over B's: the throughput B would keep on a saturated core.
-          cpuRatio: median(m.map((x) => x.a.cpuUs / x.b.cpuUs)),
-          busy: median(m.map((x) => (x.a.cpuTotal + x.b.cpuTotal) / x.wallUs)),
-          a: sideOf(m.map((x) => x.a)),
-          b: sideOf(m.map((x) => x.b)),
-          errors: m.reduce((n, x) => n + x.a.errors + x.b.errors, 0),
-          n: m.length,
-          pairs: perPair.length,
-        };
+        (raw[framework] ??= {})[row] = await contest({ bin, framework, a: { config: a }, b: { config: b }, pairs, rounds, seconds: slice, connections, loaders });
       }
     }
   } finally {
     for (const l of loaders) l.send({ cmd: 'exit' });
   }
-  return { summary, samples, raw };
+  return { samples, raw };
+}
+
+/**
+ * Each row's rounds summed up. The judged figure is `cpu`, A's CPU µs per request over B's: the
+ * share of a saturated core's throughput B keeps. Throughput B over A equals it while CPU 0 is
+ * saturated (the kernel shares the core between the two servers). Below that the two loaders on
+ * CPU 1 are part of the bottleneck, and throughput drifts towards 1 however much B costs (Fastify:
+ * `none/dev` at 96% busy gave throughput ×0.58 where CPU per request gave ×0.51; Run 21).
+ */
+function summarize(raw) {
+  const summary = {};
+  for (const [framework, rows] of Object.entries(raw)) {
+    for (const [row, m] of Object.entries(rows)) {
+      const pairIds = [...new Set(m.map((x) => x.pair))];
+      const perPair = (xs) => pairIds.map((p) => median(xs.filter((_, i) => m[i].pair === p)));
+      const rps = m.map((x) => x.b.rps / x.a.rps);
+      const cpu = m.map((x) => x.a.cpuUs / x.b.cpuUs);
+      (summary[framework] ??= {})[row] = {
+        ratio: median(rps),
+        pairs: perPair(rps),
+        cpu: median(cpu),
+        cpuPairs: perPair(cpu),
+        busy: median(m.map((x) => (x.a.cpuTotal + x.b.cpuTotal) / x.wallUs)),
+        a: sideOf(m.map((x) => x.a)),
+        b: sideOf(m.map((x) => x.b)),
+        errors: m.reduce((n, x) => n + x.a.errors + x.b.errors, 0),
+        n: m.length,
+      };
+    }
+  }
+  return summary;
 }
 
 /** One side's medians over the rounds. */
@@ -278,18 +293,11 @@ function budget(m, h) {
     add('retained per step (sync / async)', `${f(m.mem['ours-on'].sync, 0)} / ${f(m.mem['ours-on'].async, 0)} B`, '<= 120 B', Math.max(m.mem['ours-on'].sync, m.mem['ours-on'].async) <= 120);
   }
   if (h) {
-    const row = (fw, r) => h.summary[fw]?.[r];
-    // While CPU 0 is saturated the two servers share it, and B/A throughput equals A/B CPU per
-    // request. Below ~95% busy the two loaders on CPU 1 are the bottleneck (Fastify on a fast
-    // minute): both servers then answer about as many requests, and only the CPU ratio still tells
-    // their costs apart, so it is the figure judged.
-    const kept = (s) => (s.busy >= 0.95 ? s.ratio : s.cpuRatio);
-    const x = (s) =>
-      s === undefined
-        ? 'n/a'
-        : s.busy >= 0.95
-          ? `x${f(s.ratio, 3)} (pairs ${f(s.pairMin, 2)}-${f(s.pairMax, 2)}; CPU x${f(s.cpuRatio, 3)})`
-          : `CPU x${f(s.cpuRatio, 3)} (loader-bound, CPU 0 ${f(s.busy * 100, 0)}% busy; throughput x${f(s.ratio, 3)})`;
+    const summary = summarize(h.raw);
+    const row = (fw, r) => summary[fw]?.[r];
+    const kept = (s) => s.cpu;
+    const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
+    const x = (s) => (s === undefined ? 'n/a' : `x${f(s.cpu, 3)} (pairs ${span(s.cpuPairs)}; throughput x${f(s.ratio, 3)}, CPU 0 ${f(s.busy * 100, 0)}% busy)`);
     for (const [fw, name, target] of [
       ['express', 'Express', 0.97],
       ['fastify', 'Fastify', 0.95],
@@ -335,17 +343,18 @@ const CONFIG_NAMES = {
 };
 
 function httpTable(h) {
+  const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
   const lines = [
-    '| framework | A | B | B/A req/s (each pair) | B req/s | B p50 / p99 ms | B CPU µs/req | A/B CPU per request | CPU 0 busy |',
+    '| framework | A | B | A/B CPU per request (each pair) | B/A req/s (each pair) | CPU 0 busy | B req/s | B p50 / p99 ms | B CPU µs/req |',
     '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   const used = new Set();
-  for (const [framework, rows] of Object.entries(h.summary)) {
+  for (const [framework, rows] of Object.entries(summarize(h.raw))) {
     for (const [row, s] of Object.entries(rows)) {
       const [a, b] = row.split('/');
       used.add(a).add(b);
       lines.push(
-        `| ${framework} | ${a} | ${b} | ${f(s.ratio, 3)} (${f(s.pairMin, 2)}-${f(s.pairMax, 2)}) | ${fi(s.b.rps)} | ${f(s.b.p50, 0)} / ${f(s.b.p99, 0)} | ${f(s.b.cpuUs)} | ${f(s.cpuRatio, 3)} | ${f(s.busy * 100, 0)}% |`,
+        `| ${framework} | ${a} | ${b} | ${f(s.cpu, 3)} (${span(s.cpuPairs)}) | ${f(s.ratio, 3)} (${span(s.pairs)}) | ${f(s.busy * 100, 0)}% | ${fi(s.b.rps)} | ${f(s.b.p50, 0)} / ${f(s.b.p99, 0)} | ${f(s.b.cpuUs)} |`,
       );
       if (s.errors > 0) lines.push(`| | (${s.errors} errors or non-2xx) | | | | | | | |`);
     }
@@ -356,34 +365,47 @@ function httpTable(h) {
 
 // ---------------------------------------------------------------- main
 
+/** The report of one run (`json`, as written to latest.json). */
+function report(json) {
+  const md = [
+    `# miniprof benchmarks`,
+    '',
+    `${json.started} - \`node bench/run.js ${json.argv.join(' ')}\` - micro: ${json.rounds} round(s) of ${json.microMs} ms per row; HTTP: ${json.pairs} pair(s) of servers per row, ${json.rounds} round(s) of ${json.slice} s at ${json.connections} connections per server` +
+      ` - taskset ${json.taskset ? 'yes (servers CPU 0, autocannon CPU 1)' : 'not available'} - load average at start ${json.loadBefore}`,
+    '',
+  ];
+  for (const { node, micro: m, http: h, loadAfter } of json.runs) {
+    md.push(`## Node ${node}`, '');
+    md.push(budget(m, h));
+    if (m) md.push('### Micro (mitata p50 of 4096-call batches (128 for rows slower than 50 ns), median of rounds)', '', microTables(m));
+    if (h) {
+      md.push(
+        `### HTTP (GET / a 10-step HTML page; two servers under load at once, ${json.pairs} fresh pair(s) of processes per row, medians of ${json.pairs * json.rounds} rounds)`,
+        '',
+        httpTable(h),
+      );
+    }
+    md.push(`Load average after this Node: ${loadAfter}`, '');
+    if (h?.samples?.express) md.push('Developer response (Express), the comment as served:', '', '```html', h.samples.express, '```', '');
+  }
+  return md.join('\n');
+}
+
+// `--render PATH`: the report of an earlier run's JSON, printed, nothing measured or written.
+const render = opt('--render', 'MINIPROF_BENCH_RENDER', '');
+if (render !== '') {
+  process.stdout.write(report(JSON.parse(readFileSync(render, 'utf8'))) + '\n');
+  process.exit(0);
+}
+
 const started = new Date();
-const md = [
-  `# miniprof benchmarks`,
-  '',
-  `${started.toISOString()} - \`node bench/run.js ${argv.join(' ')}\` - ${rounds} round(s), HTTP: ${pairs} pair(s) of servers per row, ${rounds} round(s) of ${slice} s at ${connections} connections per server, micro ${microMs} ms per row` +
-    ` - taskset ${taskset ? 'yes (server CPU 0, autocannon CPU 1)' : 'not available'} - load average at start ${load()}`,
-  '',
-];
-const json = { started: started.toISOString(), argv, rounds, pairs, slice, microMs, connections, runs: [] };
+const json = { started: started.toISOString(), argv, rounds, pairs, slice, microMs, connections, taskset, loadBefore: load(), runs: [] };
 for (const bin of nodes) {
-  const v = versionOf(bin);
   const m = doMicro ? micro(bin) : null;
   const h = doHttp ? await http(bin) : null;
-  json.runs.push({ node: v, micro: m, http: h, loadAfter: load() });
-  md.push(`## Node ${v}`, '');
-  md.push(budget(m, h));
-  if (m) md.push('### Micro (mitata p50 of 4096-call batches (128 for rows slower than 50 ns), median of rounds)', '', microTables(m));
-  if (h) {
-    md.push(
-      `### HTTP (GET / a 10-step HTML page; two servers under load at once, ${pairs} fresh pair(s) of processes per row, medians of ${pairs * rounds} rounds)`,
-      '',
-      httpTable(h),
-    );
-  }
-  md.push(`Load average after this Node: ${load()}`, '');
-  if (h?.samples?.express) md.push('Developer response (Express), the comment as served:', '', '```html', h.samples.express, '```', '');
+  json.runs.push({ node: versionOf(bin), micro: m, http: h, loadAfter: load() });
 }
-const text = md.join('\n');
+const text = report(json);
 mkdirSync(join(here, 'results'), { recursive: true });
 const stamp = started.toISOString().replace(/[:.]/g, '-');
 writeFileSync(join(here, 'results', `${stamp}.md`), text);

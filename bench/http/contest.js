@@ -23,11 +23,15 @@
 // flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which NODE_OPTIONS
 // does not take.
 //
-// Why fresh pairs: a server process can run a few percent (once 20%) slower than another of the
-// same configuration, in every round of its life, while the rounds agree within 1-2%: something
-// fixed at start-up (where V8 put the heap and code, which functions it optimized how). One pair
-// measured `fastify none nondev` at ×0.80 (rounds 0.78-0.83); three later pairs at ×0.97-0.98.
-// So the difference between pairs is the spread to quote, and the median over pairs the figure.
+// Why fresh pairs: a server process can run 10-20% slower than another of the same build and
+// configuration, in every round of its life, while its rounds agree within 1-2%. Seen in about one
+// Fastify non-developer process in six (`nondev nondev` pairs split up to ×0.87 and ×1.24), never
+// beyond 6% in `none none`. Not where the memory landed (it still happens with address-space
+// randomization off and V8's seeds fixed), nor GC or pretenuring; what differed in the slow
+// processes was the order in which V8 optimized Node's own tick-queue functions
+// (bench/RESULTS.md Run 21). So the difference between pairs is the spread to quote, and the
+// median over pairs the figure. The engine is `contest` in children.js, which bench/run.js uses
+// for its HTTP rows.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { contest, median, startLoader, taskset } from './children.js';
