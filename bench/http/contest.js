@@ -7,10 +7,11 @@
 // and CPU µs per request; the summary gives the median over all rounds of B over A, and each
 // pair's own median.
 //
-// Why: the other HTTP benches (bench/run.js, ab.js) load one server at a time, in turns. On this
-// shared VM the same server's throughput moves 10-30% from one slice to the next, so a 3-5%
-// difference (the non-developer targets) is below what they resolve: one run gave miniprof's
-// non-developer Fastify row ×0.87 with rounds from ×0.78 to ×1.13 (bench/RESULTS.md Run 20).
+// Why: loaded one server at a time, in turns (as bench/run.js did until Run 21, and ab.js,
+// decompose.js and amplify.js still do), the same server's throughput on this shared VM moves
+// 10-30% from one slice to the next, so a 3-5% difference (the non-developer targets) is below
+// what they resolve: one run gave miniprof's non-developer Fastify row ×0.87 with rounds from
+// ×0.78 to ×1.13 (bench/RESULTS.md Run 20).
 // Here both servers share every moment of the VM's phase: when the host steals time or slows
 // the core, it does so to both. CPU µs per request, B over A, is the figure to read: it holds
 // whichever side is the bottleneck. Throughput, B over A, equals it only while CPU 0 is saturated
