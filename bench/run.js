@@ -94,10 +94,12 @@ function micro(bin) {
 // ---------------------------------------------------------------- http
 
 // Each row is a contest (bench/http/children.js `contest`): server B against server A, both under
-// load at the same time. Most rows set a configuration against no profiler; the last three set
-// miniprof's developer request against the budget's reference profiler (bench/reference.js) and
-// against OpenTelemetry, directly rather than as a quotient of two rows.
-const HTTP_ROWS = ['none/hook', 'none/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev'];
+// load at the same time. `none/none` is the control: the method's own spread in this run. Most
+// rows set a configuration against no profiler; `hook/nondev` is miniprof's own share of a
+// non-developer request, over the framework's empty hook; the last three set miniprof's developer
+// request against the budget's reference profiler (bench/reference.js) and against OpenTelemetry,
+// directly rather than as a quotient of two rows.
+const HTTP_ROWS = ['none/none', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev'];
 // --only fastify:nondev,express:ref/dev runs a subset (`fw:B` is none/B; `fw` alone, all rows).
 // Other configurations of bench/http/server.js (dev-nostore, spin10) run only when named there.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
@@ -321,8 +323,11 @@ function budget(m, h) {
       const v = row(fw, 'otel-view/dev');
       if (v !== undefined) add(`${name}, developer request against OTel showing the same view`, x(v), '>= x1.5', v.cpu >= 1.5);
     }
-    // Not budget items: the reference profiler (bench/reference.js) the budget was set against.
+    // Not budget items: the control, miniprof over the empty hook, and the reference profiler
+    // (bench/reference.js) the budget was set against.
     const pairOf = (r) => `${x(row('express', r))} / ${x(row('fastify', r))}`;
+    if (row('express', 'none/none') || row('fastify', 'none/none')) out.push(`| for scale, not an item: the control, no profiler against no profiler, Express / Fastify | ${pairOf('none/none')} | - | - |`);
+    if (row('express', 'hook/nondev') || row('fastify', 'hook/nondev')) out.push(`| for scale, not an item: the non-developer request against the empty hook alone, Express / Fastify | ${pairOf('hook/nondev')} | - | - |`);
     if (row('express', 'none/ref') || row('fastify', 'none/ref')) out.push(`| for scale, not an item: the reference profiler against none, Express / Fastify | ${pairOf('none/ref')} | - | - |`);
     if (row('express', 'ref/dev') || row('fastify', 'ref/dev')) out.push(`| for scale, not an item: miniprof's developer request against the reference, Express / Fastify | ${pairOf('ref/dev')} | - | - |`);
   }

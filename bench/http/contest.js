@@ -4,8 +4,8 @@
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
 // SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
 // two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
-// and CPU µs per request; the summary gives the median over all rounds of B over A, and each
-// pair's own median.
+// and CPU µs per request; the summary gives A's CPU per request over B's and B's throughput over
+// A's, each as the median over all rounds and as each pair's own median.
 //
 // Why: loaded one server at a time, in turns (as bench/run.js did until Run 21, and ab.js,
 // decompose.js and amplify.js still do), the same server's throughput on this shared VM moves
@@ -13,9 +13,10 @@
 // what they resolve: one run gave miniprof's non-developer Fastify row ×0.87 with rounds from
 // ×0.78 to ×1.13 (bench/RESULTS.md Run 20).
 // Here both servers share every moment of the VM's phase: when the host steals time or slows
-// the core, it does so to both. CPU µs per request, B over A, is the figure to read: it holds
+// the core, it does so to both. A's CPU µs per request over B's is the figure to read: it holds
 // whichever side is the bottleneck. Throughput, B over A, equals it only while CPU 0 is saturated
 // (the `CPU 0 busy` column near 100%); the kernel then shares the core between the two servers.
+// Below that the loaders are part of the bottleneck and throughput drifts towards 1.
 // The loaders swap servers every round, so neither loader's own speed favours one side.
 // `contest.js <fw> none none` is the control: it shows the method's own spread. `--env-a` and
 // `--env-b` add environment variables to one side's server only: two builds of the same
@@ -89,7 +90,6 @@ try {
 const pairOf = measured.map((m) => m.pair);
 
 const fmt = (x, d = 3) => x.toFixed(d);
-const span = (xs) => `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`;
 const rps = measured.map(({ a, b }) => b.rps / a.rps);
 const cpu = measured.map(({ a, b }) => a.cpuUs / b.cpuUs);
 const busy = measured.map(({ a, b, wallUs }) => (a.cpuTotal + b.cpuTotal) / wallUs);
@@ -102,8 +102,8 @@ console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {
   console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% |`);
 });
-const perPair = Array.from({ length: pairs }, (_, p) => median(rps.filter((_, i) => pairOf[i] === p)));
+const perPair = (xs) => Array.from({ length: pairs }, (_, p) => fmt(median(xs.filter((_, i) => pairOf[i] === p)))).join(', ');
 console.log(
-  `\nB against A: throughput ×${fmt(median(rps))} (median of ${measured.length} rounds; each pair's median: ${perPair.map((x) => fmt(x)).join(', ')}), ` +
-    `CPU per request ×${fmt(median(cpu))} (${span(cpu)}; A's CPU µs per request over B's, below 1 when B costs more)${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
+  `\nB against A: CPU per request ×${fmt(median(cpu))} (A's CPU µs per request over B's, below 1 when B costs more; median of ${measured.length} rounds; each pair's median: ${perPair(cpu)}), ` +
+    `throughput ×${fmt(median(rps))} (each pair's median: ${perPair(rps)})${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
 );
