@@ -30,8 +30,9 @@
 // Fastify non-developer process in six (`nondev nondev` pairs split up to ×0.87 and ×1.24), never
 // beyond 6% in `none none`. Not where the memory landed (it still happens with address-space
 // randomization off and V8's seeds fixed), nor GC or pretenuring; what differed in the slow
-// processes was the order in which V8 optimized Node's own tick-queue functions
-// (bench/RESULTS.md Run 21). So the difference between pairs is the spread to quote, and the
+// processes was the order in which V8 optimized Node's own tick-queue functions. It comes with
+// miniprof being loaded and registered, even with its hook and steps cut out (bench/RESULTS.md
+// Run 21). So the difference between pairs is the spread to quote, and the
 // median over pairs the figure. The engine is `contest` in children.js, which bench/run.js uses
 // for its HTTP rows.
 import { execFileSync } from 'node:child_process';
