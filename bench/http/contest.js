@@ -7,7 +7,7 @@
 // and CPU µs per request; the summary gives A's CPU per request over B's and B's throughput over
 // A's, each as the median over all rounds and as each pair's own median.
 //
-// Why: loaded one server at a time, in turns (as bench/run.js did until Run 21, and ab.js,
+// Why: loaded one server at a time, in turns (as bench/run.js did up to Run 20, and ab.js,
 // decompose.js and amplify.js still do), the same server's throughput on this shared VM moves
 // 10-30% from one slice to the next, so a 3-5% difference (the non-developer targets) is below
 // what they resolve: one run gave miniprof's non-developer Fastify row ×0.87 with rounds from
