@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { currentProfile, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { als } from '../src/context.js';
@@ -39,6 +40,27 @@ describe('toJSON: the v1 shape', () => {
     expect(a).toMatchObject({ name: 'a', startMs: 1.234, durationMs: 2.223 });
     expect(a.children[0]).toMatchObject({ name: 'b', startMs: 3.457, durationMs: 0 });
     expect(profile.toJSON().durationMs).toBe(5);
+  });
+
+  test('a reading rounds to the whole microsecond as Math.round does, and is never -0', () => {
+    // nowUs rounds with floor(x + 0.5) for speed: the two agree on every time below 2^52 µs but
+    // within one ulp of a half, and floor gives +0 where Math.round gives -0 (just below t0).
+    fc.assert(
+      fc.property(fc.double({ min: -1e9, max: 1e9, noNaN: true }), fc.double({ min: -1e9, max: 1e9, noNaN: true }), (t0, t) => {
+        let now = t0;
+        const p = new Profile('x', resolveCore({ clock: () => now, machine: 'm' }));
+        now = t;
+        const us = p.nowUs();
+        expect(Object.is(us, -0)).toBe(false);
+        expect(us).toBe(Math.round((t - t0) * 1000) + 0);
+      }),
+    );
+    let now = 0;
+    const p = new Profile('x', resolveCore({ clock: () => now, machine: 'm' }));
+    for (const [t, us] of [[0.00051, 1], [0.00049, 0], [-0.00049, 0], [-0.00051, -1], [1234.5678, 1234568]] as const) {
+      now = t;
+      expect(p.nowUs()).toBe(us);
+    }
   });
 
   test('exact JSON for a known tree with an injected clock and now', async () => {
