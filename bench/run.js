@@ -14,7 +14,7 @@
 // turns, the same server moved 10-30% between slices on this VM), in `--pairs` fresh pairs of
 // processes, `--rounds` rounds each; ratios are taken within a round, then the median.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { contest, startLoader, startServer, taskset } from './http/children.js';
+import { contest, pairMedians, startLoader, startServer, taskset } from './http/children.js';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -162,15 +162,13 @@ function summarize(raw) {
   const summary = {};
   for (const [framework, rows] of Object.entries(raw)) {
     for (const [row, m] of Object.entries(rows)) {
-      const pairIds = [...new Set(m.map((x) => x.pair))];
-      const perPair = (xs) => pairIds.map((p) => median(xs.filter((_, i) => m[i].pair === p)));
       const rps = m.map((x) => x.b.rps / x.a.rps);
       const cpu = m.map((x) => x.a.cpuUs / x.b.cpuUs);
       (summary[framework] ??= {})[row] = {
         ratio: median(rps),
-        pairs: perPair(rps),
+        pairs: pairMedians(m, rps, median),
         cpu: median(cpu),
-        cpuPairs: perPair(cpu),
+        cpuPairs: pairMedians(m, cpu, median),
         busy: median(m.map((x) => (x.a.cpuTotal + x.b.cpuTotal) / x.wallUs)),
         a: sideOf(m.map((x) => x.a)),
         b: sideOf(m.map((x) => x.b)),
@@ -181,6 +179,9 @@ function summarize(raw) {
   }
   return summary;
 }
+
+/** The range of each pair's median, as `min-max`. */
+const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
 
 /** One side's medians over the rounds. */
 const sideOf = (xs) => ({
@@ -297,7 +298,6 @@ function budget(m, h) {
   if (h) {
     const summary = summarize(h.raw);
     const row = (fw, r) => summary[fw]?.[r];
-    const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
     const x = (s) => (s === undefined ? 'n/a' : `x${f(s.cpu, 3)} (pairs ${span(s.cpuPairs)}; throughput x${f(s.ratio, 3)}, CPU 0 ${f(s.busy * 100, 0)}% busy)`);
     for (const [fw, name, target] of [
       ['express', 'Express', 0.97],
@@ -347,7 +347,6 @@ const CONFIG_NAMES = {
 };
 
 function httpTable(h) {
-  const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
   const lines = [
     '| framework | A | B | A/B CPU per request (each pair) | B/A req/s (each pair) | CPU 0 busy | B req/s | B p50 / p99 ms | B CPU µs/req |',
     '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -52,6 +52,9 @@ export async function slice(server, port, loader, seconds, connections) {
 
 export const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 
+/** Each pair's own median of `xs` (one value per round of the contest `m`), in pair order. */
+export const pairMedians = (m, xs, med = median) => [...new Set(m.map((x) => x.pair))].map((p) => med(xs.filter((_, i) => m[i].pair === p)));
+
 /**
  * A row against the base row (the unprofiled server), round by round: the median over the rounds
  * of `fn(this row's slice, the base's slice of the same round)`. Every server of a round shares

@@ -37,7 +37,7 @@
 // for its HTTP rows.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { contest, median, startLoader, taskset } from './children.js';
+import { contest, median, pairMedians, startLoader, taskset } from './children.js';
 
 const argv = process.argv.slice(2);
 const named = new Map();
@@ -103,7 +103,7 @@ console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {
   console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% |`);
 });
-const perPair = (xs) => Array.from({ length: pairs }, (_, p) => fmt(median(xs.filter((_, i) => pairOf[i] === p)))).join(', ');
+const perPair = (xs) => pairMedians(measured, xs).map((x) => fmt(x)).join(', ');
 console.log(
   `\nB against A: CPU per request ×${fmt(median(cpu))} (A's CPU µs per request over B's, below 1 when B costs more; median of ${measured.length} rounds; each pair's median: ${perPair(cpu)}), ` +
     `throughput ×${fmt(median(rps))} (each pair's median: ${perPair(rps)})${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
