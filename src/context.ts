@@ -27,6 +27,18 @@ export function openProfiles(): number {
   return open;
 }
 
+/**
+ * The store of this async context (the step new steps go under), or undefined outside a profile.
+ * While no profile is open anywhere in the process there is none to find, so `getStore()` is not
+ * called: on Node 24, once any profile has been entered, `getStore()` looks in the current async
+ * context frame and a step outside a profile cost +10 ns over a direct call instead of +1-2 ns
+ * (bench/RESULTS.md Run 23). A profile sealed by hand, without closeProfile, keeps the count up:
+ * that only costs the lookup, as before.
+ */
+export function currentScope(): TimingNode | undefined {
+  return open === 0 ? undefined : als.getStore();
+}
+
 /** Run `fn(...args)` with `profile`'s root as the store: the only way miniprof enters the ALS. */
 export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...args: A) => R, ...args: A): R {
   if (!profile.entered) {

@@ -1,4 +1,4 @@
-import { als, closeProfile, runInProfile } from './context.js';
+import { als, closeProfile, currentScope, runInProfile } from './context.js';
 import { report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
@@ -19,7 +19,8 @@ import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, T
  * the parent of the steps that follow it in the same async context until it stops. Use the
  * callback form for concurrent code.
  *
- * Outside a profile both forms cost one `getStore()`: `fn` is called directly, and the no-op
+ * Outside a profile both forms cost a check of the open profiles' count and, while another
+ * request's profile is open, one `getStore()`: `fn` is called directly, and the no-op
  * `Timing` is one shared frozen object.
  *
  * @example
@@ -29,7 +30,7 @@ import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, T
 export function step<T>(name: string, fn: () => T): T;
 export function step(name: string): Timing;
 export function step<T>(name: string, fn?: () => T): T | Timing {
-  const scope = als.getStore();
+  const scope = currentScope();
   if (scope === undefined || scope.profile === null) return fn === undefined ? NOOP_TIMING : fn();
   return fn === undefined ? open(scope, scope.profile, name) : run(scope, scope.profile, name, fn);
 }
@@ -42,7 +43,7 @@ export function step<T>(name: string, fn?: () => T): T | Timing {
  * const rows = await timing('sql', 'select * from users where id = ?', () => pool.query(q, [id]));
  */
 export function timing<T>(category: string, command: string, fn: () => T): T {
-  const scope = als.getStore();
+  const scope = currentScope();
   if (scope === undefined || scope.profile === null) return fn();
   const profile = scope.profile;
   if (profile.count >= profile.config.maxSteps) {
@@ -71,7 +72,7 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
 
 /** The live profile of this async context, or undefined outside one (or after it was sealed). */
 export function currentProfile(): Profile | undefined {
-  return als.getStore()?.profile ?? undefined;
+  return currentScope()?.profile ?? undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { currentProfile, step, timing, withProfile, type Profile, type TimingJSON } from '../src/index.js';
-import { als } from '../src/context.js';
+import { als, openProfiles } from '../src/context.js';
 import type { TimingNode } from '../src/timing.js';
 import { deferred, fakeClock, fixed, sleep } from './helpers/clock.js';
 
@@ -323,6 +323,26 @@ describe('off path: outside a profile', () => {
     step('outside-using').stop();
     const { profile } = await withProfile('job', () => step('inside', () => 0));
     expect(shape(profile.toJSON().root)).toEqual({ job: ['inside'] });
+  });
+
+  test('a step outside a profile while another is open elsewhere: fn called directly, nothing recorded there', async () => {
+    // The off path skips the ALS lookup only while no profile is open anywhere (openProfiles()
+    // === 0); with one open in another async context it must still find none here.
+    const gate = deferred<void>();
+    const job = withProfile('job', async () => {
+      step('inside', () => 0);
+      await gate.promise;
+    });
+    expect(openProfiles()).toBe(1);
+    const obj = {};
+    expect(step('outside', () => obj)).toBe(obj);
+    expect(step('outside-using')).toBe(step('x'));
+    expect(timing('sql', 'q', () => obj)).toBe(obj);
+    expect(currentProfile()).toBeUndefined();
+    gate.resolve();
+    const { profile } = await job;
+    expect(shape(profile.toJSON().root)).toEqual({ job: ['inside'] });
+    expect(openProfiles()).toBe(0);
   });
 
   test('D4: steps run after a profile sealed never read its clock and do not change it', async () => {

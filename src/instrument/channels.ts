@@ -4,7 +4,7 @@ import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /**
  * Outgoing calls timed through `diagnostics_channel`, without patching any library: the libraries
- * publish, miniprof listens. Every handler starts with `openCall`, which is one `getStore()` and a
+ * publish, miniprof listens. Every handler starts with `openCall`, which is `currentScope()` and a
  * branch when the calling context has no live profile; only then is the command text built.
  *
  * Channels (names as the libraries publish them):

@@ -1,4 +1,4 @@
-import { als } from '../context.js';
+import { currentScope } from '../context.js';
 import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /** The part of a `pg` Pool or Client that is wrapped. */
@@ -22,7 +22,7 @@ function textOf(args: unknown[]): string {
 /**
  * Time every `query` of one `pg` Pool or Client as a custom timing in category `sql` (node-postgres
  * has no diagnostics channels yet: brianc/node-postgres#3650). Only that object's own `query` is
- * replaced, once; outside a profile the wrapper is one `getStore()` and a call through.
+ * replaced, once; outside a profile the wrapper is one `currentScope()` and a call through.
  *
  * Behaviour is unchanged in every calling form: a callback (last argument, or `config.callback`)
  * is called with the same arguments after the timing ends; a returned promise becomes a native
@@ -44,7 +44,7 @@ export function instrumentPg<T extends PgQueryable>(target: T): T {
   const query = target.query;
   Object.defineProperty(t, WRAPPED, { value: true });
   t.query = function miniprofQuery(this: unknown, ...args: unknown[]) {
-    const scope = als.getStore();
+    const scope = currentScope();
     if (scope === undefined || scope.profile === null) return query.apply(this, args);
     const call = openCall('sql', textOf, args);
     if (call === undefined) return query.apply(this, args);

@@ -1,4 +1,4 @@
-import { als } from '../context.js';
+import { currentScope } from '../context.js';
 import { report } from '../errors.js';
 import { toText } from '../names.js';
 import type { Profile } from '../profile.js';
@@ -13,10 +13,10 @@ export interface OpenCall {
 /**
  * Open a custom timing on the current step, if this async context has a live profile. The
  * command is built by `command(arg)` only then, so an event outside a profile costs one
- * `getStore()` and a branch. Returns undefined when nothing is recorded.
+ * `currentScope()` and a branch. Returns undefined when nothing is recorded.
  */
 export function openCall<A>(category: string, command: (arg: A) => string, arg: A): OpenCall | undefined {
-  const scope = als.getStore();
+  const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
   if (profile.count >= profile.config.maxSteps) {
