@@ -231,6 +231,8 @@ function microTables(m) {
   row('step() on, async', on['step.on.async'], 'bare await in profile', on['in.bare.async'], 'ratio');
   row('the reference step (bench/reference.js), sync', on['ref.step.sync'], 'bare call in profile', on['in.bare.sync']);
   row('the reference step, async', on['ref.step.async'], '`als.run` async, before and after', alsRunAsync(on), 'ratio');
+  row('the floor of a timed step: `als.run` + two clock reads, sync', on['floor.sync'], 'bare call in profile', on['in.bare.sync']);
+  row('the floor, async: the same + one `then`', on['floor.async'], '`als.run` async, before and after', alsRunAsync(on), 'ratio');
   row('step() on, 10 nested (per level below)', on['step.on.nested10'], '10 nested calls', on['in.bare.nested10']);
   row('request of 100 steps (open, 100 steps, seal)', on['request100'], '100 calls', on['bare.calls100']);
   row('render the HTML comment of a 10-step profile', on['render.comment10'], '-', 0);
@@ -291,6 +293,12 @@ function budget(m, h) {
     if (on['ref.step.sync'] !== undefined) {
       out.push(
         `| for scale, not an item: the reference step (bench/reference.js), sync / async vs \`als.run\`; miniprof's step over it | ${f(on['ref.step.sync'])} ns / x${f(on['ref.step.async'] / alsRunAsync(on), 2)}; x${f(on['step.on.sync'] / on['ref.step.sync'], 2)} / x${f(on['step.on.async'] / on['ref.step.async'], 2)} | - | - |`,
+      );
+    }
+    // Not an item: what no clock-timed step can go below on this machine (bench/RESULTS.md Run 23).
+    if (on['floor.sync'] !== undefined) {
+      out.push(
+        `| for scale, not an item: the floor of any step timed with this clock, no tree (\`als.run\` + two clock reads; async + one \`then\`), sync / async vs \`als.run\` | ${f(on['floor.sync'])} ns / x${f(on['floor.async'] / alsRunAsync(on), 2)} | - | - |`,
       );
     }
     add('retained per step (sync / async)', `${f(m.mem['ours-on'].sync, 0)} / ${f(m.mem['ours-on'].async, 0)} B`, '<= 120 B', Math.max(m.mem['ours-on'].sync, m.mem['ours-on'].async) <= 120);

@@ -166,6 +166,31 @@ const contenders = {
         tick();
         return step('s', aw);
       });
+      // The floor of any step timed with this clock, with no tree: `als.run` and two clock reads
+      // (as Profile.nowUs reads and rounds them), and for an async fn one `then` with two closures
+      // to read the second. What the budget's step items can be set against (bench/RESULTS.md Run 23).
+      const floor = { startUs: 0, durationUs: -1, flags: 0 };
+      const t0 = performance.now();
+      const nowUs = () => Math.floor((performance.now() - t0) * 1000 + 0.5);
+      await m('floor.sync', () => {
+        floor.startUs = nowUs();
+        const r = als.run(store, work);
+        floor.durationUs = nowUs() - floor.startUs;
+        return r;
+      });
+      await m('floor.async', () => {
+        const t = { startUs: nowUs(), durationUs: -1, flags: 0 };
+        return als.run(store, aw).then(
+          (v) => {
+            t.durationUs = nowUs() - t.startUs;
+            return v;
+          },
+          (err) => {
+            t.flags = 1;
+            throw err;
+          },
+        );
+      });
       // The baseline again, right after: the budget's async ratio divides by the mean of the two,
       // so a phase change of the VM during these rows moves both sides alike (one run measured
       // `als.run` at 534 ns where others gave 286, and the ratio read as met).
