@@ -1,0 +1,141 @@
+// `node bench/instructions/steps.js [--rows ours.sync,ref.sync,...] [--dist-b DIR] [--node PATH]
+// [--from 20000] [--to 60000]`: instructions per call of a step, counted by valgrind (cachegrind,
+// no cache simulation) under `node --predictable`, beside the floor it stands on (`als.run`, two
+// clock reads) and the reference profiler's step (bench/reference.js), all on Node's real clock.
+// With --dist-b, a second build (a copy of dist/) is counted beside the first.
+//
+// Why: bench/micro times a step to ±5-10% on this VM in a calm minute and far worse in a slow
+// one, so a change of a few ns cannot be seen there. These counts repeat to a few instructions.
+// Each figure is the difference of two runs (--to minus --from calls) over the calls between
+// them, so start-up and JIT compilation cancel out. Instructions are not time (a clock read is
+// ~440 of them under valgrind, ~44 ns natively): read them for a change, not as nanoseconds.
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { option, run } from './cachegrind.js';
+
+const here = fileURLToPath(import.meta.url);
+const argv = process.argv.slice(2);
+const ROWS = ['als.sync', 'floor.sync', 'ref.sync', 'ours.sync', 'ours.using', 'als.async', 'floor.async', 'ref.async', 'ours.async', 'ours.nested3', 'ours.page'];
+
+if (argv[0] === '--child') await child(argv[1], Number(argv[2]));
+else await main();
+
+async function main() {
+  const rows = option(argv, '--rows', ROWS.join(',')).split(',');
+  const node = option(argv, '--node', process.execPath);
+  const from = Number(option(argv, '--from', '20000'));
+  const to = Number(option(argv, '--to', '60000'));
+  const distB = option(argv, '--dist-b', undefined);
+  const builds = [process.env.MINIPROF_BENCH_DIST, distB === undefined ? null : resolve(distB)];
+  const count = async (row, n, dist) => {
+    const env = { ...process.env };
+    if (dist !== undefined) env.MINIPROF_BENCH_DIST = resolve(dist);
+    const { stderr } = await run('valgrind', ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', node, '--predictable', '--predictable-gc-schedule', here, '--child', row, String(n)], { env, maxBuffer: 1 << 24 });
+    const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
+    if (m === null) throw new Error(`no count for ${row}:\n${stderr.slice(-2000)}`);
+    return Number(m[1].replaceAll(',', ''));
+  };
+  console.log(`${node === process.execPath ? process.version : node}, instructions per call, calls ${from}..${to}, \`node bench/instructions/steps.js\`\n`);
+  console.log(distB === undefined ? '| row | instructions |\n| --- | ---: |' : `| row | this build (A) | ${distB} (B) | B − A |\n| --- | ---: | ---: | ---: |`);
+  for (const row of rows) {
+    const cells = [];
+    for (const dist of builds) {
+      if (dist === null) continue;
+      // Two valgrind processes at once, one per core.
+      const [a, b] = await Promise.all([count(row, from, dist), count(row, to, dist)]);
+      cells.push(Math.round((b - a) / (to - from)));
+    }
+    if (cells.length === 2) cells.push(cells[1] - cells[0]);
+    console.log(`| ${row} | ${cells.map((c) => c.toLocaleString('en-US')).join(' | ')} |`);
+  }
+}
+
+/** `n` calls of one row, awaited one at a time, inside one open profile emptied every 512 steps. */
+async function child(row, n) {
+  const { dist, page } = await import(join(dirname(here), '../http/page.js'));
+  const { referenceStep } = await import(join(dirname(here), '../reference.js'));
+  const { step } = await import(dist('src/index.js'));
+  const { als, runInProfile, closeProfile } = await import(dist('src/context.js'));
+  const { Profile } = await import(dist('src/profile.js'));
+  const { resolveCore } = await import(dist('src/options.js'));
+  let sink = 0;
+  const work = () => ++sink;
+  const aw = async () => {
+    await undefined;
+    return ++sink;
+  };
+  const cfg = resolveCore({ maxSteps: 1_000_000, machine: 'bench' });
+  const profile = new Profile('bench', cfg);
+  let k = 0;
+  const tick = () => {
+    if (++k === 512) {
+      k = 0;
+      profile.root.children = null;
+      profile.count = 0;
+    }
+  };
+  // The floor: `als.run` into another store and two clock reads, as Profile.nowUs reads them.
+  const t0 = performance.now();
+  const nowUs = () => Math.floor((performance.now() - t0) * 1000 + 0.5);
+  const refRoot = { children: null };
+  const ref = referenceStep(als);
+  const fresh = () => {
+    profile.root.children = null;
+    profile.count = 0;
+  };
+  await runInProfile(profile, async () => {
+    const store = new Profile('other', cfg).root;
+    const rows = {
+      'als.sync': () => als.run(store, work),
+      'als.async': () => als.run(store, aw),
+      'floor.sync': () => {
+        const t = { startUs: nowUs(), durationUs: -1 };
+        const r = als.run(store, work);
+        t.durationUs = nowUs() - t.startUs;
+        return r;
+      },
+      'floor.async': () => {
+        const t = { startUs: nowUs(), durationUs: -1, flags: 0 };
+        return als.run(store, aw).then(
+          (v) => {
+            t.durationUs = nowUs() - t.startUs;
+            return v;
+          },
+          (e) => {
+            t.flags = 1;
+            throw e;
+          },
+        );
+      },
+      'ours.sync': () => (tick(), step('s', work)),
+      'ours.async': () => (tick(), step('s', aw)),
+      'ours.using': () => {
+        tick();
+        const t = step('s');
+        work();
+        t.stop();
+      },
+      'ours.nested3': () => (fresh(), step('a', () => step('b', () => step('c', work)))),
+      'ours.page': () => (fresh(), page(step)),
+    };
+    if (row === 'ref.sync' || row === 'ref.async') {
+      const fn = row === 'ref.sync' ? work : aw;
+      // The reference finds its parent with getStore(): its own root, as a profile would be.
+      await als.run(refRoot, async () => {
+        for (let i = 0; i < n; i++) {
+          if (i % 512 === 0) refRoot.children = null;
+          const r = ref('s', fn);
+          if (r instanceof Promise) await r;
+        }
+      });
+      return;
+    }
+    const fn = rows[row];
+    if (fn === undefined) throw new Error(`unknown row ${row}; rows: ${ROWS.join(', ')}`);
+    for (let i = 0; i < n; i++) {
+      const r = fn();
+      if (r instanceof Promise) await r;
+    }
+  });
+  closeProfile(profile);
+}
