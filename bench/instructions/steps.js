@@ -53,7 +53,7 @@ async function main() {
 /** `n` calls of one row, awaited one at a time, inside one open profile emptied every 512 steps. */
 async function child(row, n) {
   const { dist, page } = await import(join(dirname(here), '../http/page.js'));
-  const { referenceStep } = await import(join(dirname(here), '../reference.js'));
+  const { floorSteps, referenceStep } = await import(join(dirname(here), '../reference.js'));
   const { step } = await import(dist('src/index.js'));
   const { als, runInProfile, closeProfile } = await import(dist('src/context.js'));
   const { Profile } = await import(dist('src/profile.js'));
@@ -74,9 +74,6 @@ async function child(row, n) {
       profile.count = 0;
     }
   };
-  // The floor: `als.run` into another store and two clock reads, as Profile.nowUs reads them.
-  const t0 = performance.now();
-  const nowUs = () => Math.floor((performance.now() - t0) * 1000 + 0.5);
   const refRoot = { children: null };
   const ref = referenceStep(als);
   const fresh = () => {
@@ -84,29 +81,14 @@ async function child(row, n) {
     profile.count = 0;
   };
   await runInProfile(profile, async () => {
+    // The floor runs `als.run` into another store: with the current one, `run` is a shortcut.
     const store = new Profile('other', cfg).root;
+    const floor = floorSteps(als, store);
     const rows = {
       'als.sync': () => als.run(store, work),
       'als.async': () => als.run(store, aw),
-      'floor.sync': () => {
-        const t = { startUs: nowUs(), durationUs: -1 };
-        const r = als.run(store, work);
-        t.durationUs = nowUs() - t.startUs;
-        return r;
-      },
-      'floor.async': () => {
-        const t = { startUs: nowUs(), durationUs: -1, flags: 0 };
-        return als.run(store, aw).then(
-          (v) => {
-            t.durationUs = nowUs() - t.startUs;
-            return v;
-          },
-          (e) => {
-            t.flags = 1;
-            throw e;
-          },
-        );
-      },
+      'floor.sync': () => floor.sync(work),
+      'floor.async': () => floor.async(aw),
       'ours.sync': () => (tick(), step('s', work)),
       'ours.async': () => (tick(), step('s', aw)),
       'ours.using': () => {

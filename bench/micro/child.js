@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { measure } from 'mitata';
 import { dist } from '../http/page.js';
-import { referenceStep } from '../reference.js';
+import { floorSteps, referenceStep } from '../reference.js';
 
 const contender = process.argv[2];
 const memMode = process.argv.includes('--mem');
@@ -166,31 +166,10 @@ const contenders = {
         tick();
         return step('s', aw);
       });
-      // The floor of any step timed with this clock, with no tree: `als.run` and two clock reads
-      // (as Profile.nowUs reads and rounds them), and for an async fn one `then` with two closures
-      // to read the second. What the budget's step items can be set against (bench/RESULTS.md Run 23).
-      const floor = { startUs: 0, durationUs: -1, flags: 0 };
-      const t0 = performance.now();
-      const nowUs = () => Math.floor((performance.now() - t0) * 1000 + 0.5);
-      await m('floor.sync', () => {
-        floor.startUs = nowUs();
-        const r = als.run(store, work);
-        floor.durationUs = nowUs() - floor.startUs;
-        return r;
-      });
-      await m('floor.async', () => {
-        const t = { startUs: nowUs(), durationUs: -1, flags: 0 };
-        return als.run(store, aw).then(
-          (v) => {
-            t.durationUs = nowUs() - t.startUs;
-            return v;
-          },
-          (err) => {
-            t.flags = 1;
-            throw err;
-          },
-        );
-      });
+      // The floor of any step timed with this clock, with no tree (bench/reference.js).
+      const floor = floorSteps(als, store);
+      await m('floor.sync', () => floor.sync(work));
+      await m('floor.async', () => floor.async(aw));
       // The baseline again, right after: the budget's async ratio divides by the mean of the two,
       // so a phase change of the VM during these rows moves both sides alike (one run measured
       // `als.run` at 534 ns where others gave 286, and the ratio read as met).
