@@ -15,7 +15,7 @@ import { option, run } from './cachegrind.js';
 
 const here = fileURLToPath(import.meta.url);
 const argv = process.argv.slice(2);
-const ROWS = ['als.sync', 'floor.sync', 'ref.sync', 'ours.sync', 'ours.using', 'als.async', 'floor.async', 'ref.async', 'ours.async', 'ours.nested3', 'ours.page'];
+const ROWS = ['bare.sync', 'als.sync', 'floor.sync', 'ref.sync', 'ours.sync', 'ours.using', 'bare.async', 'als.async', 'floor.async', 'ref.async', 'ours.async', 'ours.nested3', 'ours.page'];
 
 if (argv[0] === '--child') await child(argv[1], Number(argv[2]));
 else await main();
@@ -85,6 +85,8 @@ async function child(row, n) {
     const store = new Profile('other', cfg).root;
     const floor = floorSteps(als, store);
     const rows = {
+      'bare.sync': work,
+      'bare.async': aw,
       'als.sync': () => als.run(store, work),
       'als.async': () => als.run(store, aw),
       'floor.sync': () => floor.sync(work),
