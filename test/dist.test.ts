@@ -121,7 +121,7 @@ console.log(JSON.stringify(out));`,
 
   test('the build sets class fields in constructors: no class body defines its fields first (bench/RESULTS.md Run 23)', () => {
     // With [[Define]] semantics every `new TimingNode` defined nine fields as undefined before its
-    // constructor set them: 9% more instructions per sync step. tsconfig's useDefineForClassFields
+    // constructor set them: 8-10% more instructions per sync step. tsconfig's useDefineForClassFields
     // keeps them out; this fails if a change of target or option brings them back.
     const fields: string[] = [];
     let classes = 0;

@@ -36,12 +36,37 @@ export function harnessEnv(load, dist) {
   return env;
 }
 
-/** Runs the harness for `requests` under cachegrind (no cache simulation); resolves valgrind's stderr. */
-export async function cachegrind({ node, framework, config, requests, env, outFile = '/dev/null' }) {
+/**
+ * Runs `node script ...args` under cachegrind (no cache simulation) with `node --predictable`, as
+ * every count of bench/instructions is taken; resolves valgrind's stderr.
+ */
+export async function cachegrindScript({ node = process.execPath, script, args, env, outFile = '/dev/null' }) {
   const { stderr } = await run(
     'valgrind',
-    ['--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${outFile}`, node, '--predictable', '--predictable-gc-schedule', join(here, 'harness.js'), framework, config, String(requests)],
+    ['--tool=cachegrind', '--cache-sim=no', `--cachegrind-out-file=${outFile}`, node, '--predictable', '--predictable-gc-schedule', script, ...args],
     { maxBuffer: 1 << 24, env },
   );
   return stderr;
+}
+
+/** Runs the harness for `requests` under cachegrind; resolves valgrind's stderr. */
+export function cachegrind({ node, framework, config, requests, env, outFile }) {
+  return cachegrindScript({ node, script: join(here, 'harness.js'), args: [framework, config, String(requests)], env, outFile });
+}
+
+/** The total instruction count ("I refs") in valgrind's stderr; `what` names the run in the error. */
+export function instructionCount(stderr, what) {
+  const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
+  if (m === null) throw new Error(`no instruction count for ${what}:\n${stderr.slice(-2000)}`);
+  return Number(m[1].replaceAll(',', ''));
+}
+
+/** Exits with a hint when valgrind is missing: every count here needs it. */
+export async function needValgrind() {
+  try {
+    await run('valgrind', ['--version']);
+  } catch {
+    console.error('bench/instructions needs valgrind (apt-get install -y valgrind)');
+    process.exit(2);
+  }
 }

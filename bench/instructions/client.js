@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { run } from './cachegrind.js';
+import { cachegrindScript, instructionCount } from './cachegrind.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const [framework, ...rest] = process.argv.slice(2);
@@ -55,12 +55,7 @@ async function served(config) {
 }
 
 async function count(file, requests) {
-  const { stderr } = await run(
-    'valgrind',
-    ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', process.execPath, '--predictable', '--predictable-gc-schedule', join(here, 'replay.js'), file, String(requests)],
-    { maxBuffer: 1 << 24 },
-  );
-  return Number(/I\s+refs:\s+([\d,]+)/.exec(stderr)[1].replace(/,/g, ''));
+  return instructionCount(await cachegrindScript({ script: join(here, 'replay.js'), args: [file, String(requests)] }), `the client replaying ${file}`);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'miniprof-client-'));

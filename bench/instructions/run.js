@@ -26,7 +26,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cachegrind, harnessEnv, option, run } from './cachegrind.js';
+import { cachegrind, harnessEnv, instructionCount, needValgrind, option, run } from './cachegrind.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
@@ -44,18 +44,10 @@ if (!existsSync(distIndex)) {
   console.error(`bench/instructions measures the built package: ${distIndex} is missing (npm run build first)`);
   process.exit(2);
 }
-try {
-  await run('valgrind', ['--version']);
-} catch {
-  console.error('bench/instructions needs valgrind (apt-get install -y valgrind)');
-  process.exit(2);
-}
+await needValgrind();
 
 async function instructions(framework, config, requests) {
-  const stderr = await cachegrind({ node, framework, config, requests, env });
-  const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
-  if (m === null) throw new Error(`no instruction count for ${framework}/${config}:\n${stderr.slice(-2000)}`);
-  return Number(m[1].replaceAll(',', ''));
+  return instructionCount(await cachegrind({ node, framework, config, requests, env }), `${framework}/${config}`);
 }
 
 async function perRequest(framework, config) {

@@ -9,9 +9,12 @@
 // Each figure is the difference of two runs (--to minus --from calls) over the calls between
 // them, so start-up and JIT compilation cancel out. Instructions are not time (a clock read is
 // ~440 of them under valgrind, ~44 ns natively): read them for a change, not as nanoseconds.
+// A row's count also depends on this file's own code around it, which decides what V8 inlines
+// into the row (reshaping the loop's helpers moved the sync step by ~150): compare builds within
+// one run (`--dist-b`), not against a figure taken with another version of this file.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { option, run } from './cachegrind.js';
+import { cachegrindScript, instructionCount, needValgrind, option } from './cachegrind.js';
 
 const here = fileURLToPath(import.meta.url);
 const argv = process.argv.slice(2);
@@ -26,21 +29,20 @@ async function main() {
   const from = Number(option(argv, '--from', '20000'));
   const to = Number(option(argv, '--to', '60000'));
   const distB = option(argv, '--dist-b', undefined);
-  const builds = [process.env.MINIPROF_BENCH_DIST, distB === undefined ? null : resolve(distB)];
+  // The build under test (MINIPROF_BENCH_DIST or dist/), then --dist-b's.
+  const builds = [process.env.MINIPROF_BENCH_DIST];
+  if (distB !== undefined) builds.push(distB);
+  await needValgrind();
   const count = async (row, n, dist) => {
     const env = { ...process.env };
     if (dist !== undefined) env.MINIPROF_BENCH_DIST = resolve(dist);
-    const { stderr } = await run('valgrind', ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', node, '--predictable', '--predictable-gc-schedule', here, '--child', row, String(n)], { env, maxBuffer: 1 << 24 });
-    const m = /I\s+refs:\s+([\d,]+)/.exec(stderr);
-    if (m === null) throw new Error(`no count for ${row}:\n${stderr.slice(-2000)}`);
-    return Number(m[1].replaceAll(',', ''));
+    return instructionCount(await cachegrindScript({ node, script: here, args: ['--child', row, String(n)], env }), row);
   };
   console.log(`${node === process.execPath ? process.version : node}, instructions per call, calls ${from}..${to}, \`node bench/instructions/steps.js\`\n`);
   console.log(distB === undefined ? '| row | instructions |\n| --- | ---: |' : `| row | this build (A) | ${distB} (B) | B − A |\n| --- | ---: | ---: | ---: |`);
   for (const row of rows) {
     const cells = [];
     for (const dist of builds) {
-      if (dist === null) continue;
       // Two valgrind processes at once, one per core.
       const [a, b] = await Promise.all([count(row, from, dist), count(row, to, dist)]);
       cells.push(Math.round((b - a) / (to - from)));
@@ -66,20 +68,19 @@ async function child(row, n) {
   };
   const cfg = resolveCore({ maxSteps: 1_000_000, machine: 'bench' });
   const profile = new Profile('bench', cfg);
-  let k = 0;
-  const tick = () => {
-    if (++k === 512) {
-      k = 0;
-      profile.root.children = null;
-      profile.count = 0;
-    }
-  };
-  const refRoot = { children: null };
-  const ref = referenceStep(als);
   const fresh = () => {
     profile.root.children = null;
     profile.count = 0;
   };
+  let k = 0;
+  const tick = () => {
+    if (++k === 512) {
+      k = 0;
+      fresh();
+    }
+  };
+  const refRoot = { children: null };
+  const ref = referenceStep(als);
   await runInProfile(profile, async () => {
     // The floor runs `als.run` into another store: with the current one, `run` is a shortcut.
     const store = new Profile('other', cfg).root;
