@@ -106,6 +106,10 @@ export class Profile implements Linked {
   /** The snapshot `freeze()` took, and what the profile looked like then (see `unchanged`). */
   private frozenJSON: ProfileJSON | null;
   private frozenKey: number[] | null;
+  /** {@link jsonBound} of the last snapshot, of `frozenJSON` and of `sealedJSON`. */
+  private snapBound: number;
+  private frozenBound: number;
+  private sealedBound: number;
   private extraWarnings: number;
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
@@ -140,6 +144,9 @@ export class Profile implements Linked {
     this.sealedJSON = null;
     this.frozenJSON = null;
     this.frozenKey = null;
+    this.snapBound = -1;
+    this.frozenBound = -1;
+    this.sealedBound = -1;
     this.extraWarnings = 0;
     this.clockFailed = false;
     // A clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
@@ -214,9 +221,16 @@ export class Profile implements Linked {
   seal(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
     this.stopRoot();
-    const json = this.reusable() ?? this.snapshot(false);
+    let json = this.reusable();
+    let bound = this.frozenBound;
+    if (json === null) {
+      json = this.snapshot(false);
+      bound = this.snapBound;
+    }
     this.frozenJSON = null;
     this.sealedJSON = json;
+    // The request's part is counted here: reusable() put the request's final state in.
+    this.sealedBound = bound < 0 ? -1 : withRequest(bound, json.request);
     detach(this.root);
     this.customs = null;
     return json;
@@ -254,6 +268,7 @@ export class Profile implements Linked {
     } else {
       this.frozenJSON = json;
       this.frozenKey = this.key();
+      this.frozenBound = this.snapBound;
     }
     return json;
   }
@@ -282,7 +297,7 @@ export class Profile implements Linked {
     // The request's outcome (status, aborted) is set after the response was rendered; a key
     // added now would change the JSON's key order, so that case is rebuilt.
     if ((json.request === undefined) !== (this.request === undefined)) return null;
-    if (this.request !== undefined) json.request = { ...this.request };
+    if (this.request !== undefined) json.request = requestJSON(this.request);
     return json;
   }
 
@@ -298,6 +313,7 @@ export class Profile implements Linked {
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
+    boundNow = 0;
     let root: TimingJSON;
     try {
       root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
@@ -322,7 +338,7 @@ export class Profile implements Linked {
             durationMs: root.durationMs,
             droppedSteps: this.droppedSteps,
             warnings,
-            request: { ...this.request },
+            request: requestJSON(this.request),
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
@@ -333,8 +349,71 @@ export class Profile implements Linked {
     }
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
+    this.snapBound = custom !== undefined ? -1 : topBound(json, boundNow);
     return json;
   }
+
+  /**
+   * @internal At least the UTF-8 length of the sealed JSON (`profileBytes(data())`), or -1 when
+   * not known: not sealed yet, or custom timings, whose summaries it does not cover. Found
+   * while the snapshot was built, so the memory store can leave the exact walk (7-9k instructions
+   * per developer request) until its byte bound could be reached (bench/RESULTS.md Run 24).
+   */
+  jsonBound(): number {
+    return this.sealedJSON === null ? -1 : this.sealedBound;
+  }
+}
+
+/**
+ * The request as the JSON shows it: the members RequestInfo has, in the order the adapters set
+ * them. Not a spread: the bound above counts these four, whatever else a caller put on `request`.
+ */
+function requestJSON(r: RequestInfo): RequestInfo {
+  const out: RequestInfo = { method: r.method, path: r.path };
+  if (r.status !== undefined) out.status = r.status;
+  if (r.aborted !== undefined) out.aborted = r.aborted;
+  return out;
+}
+
+/**
+ * A node's JSON is at most 6 bytes per UTF-16 unit of its name (`\u00XX` is the longest escape;
+ * a surrogate pair is 4 bytes) plus this: its four keys and punctuation (48), two numbers of at
+ * most 24 characters (the longest a double prints as), every optional member (error 13,
+ * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24), a comma in its parent's list
+ * and the name's quotes: 219, rounded up.
+ */
+const NODE_BOUND = 256;
+/** The tree's part of the bound, summed by nodeJSON. */
+let boundNow = 0;
+
+/** Each string member: 6 bytes per unit and its quotes. */
+function strBound(s: unknown): number {
+  return typeof s === 'string' ? 6 * s.length + 2 : Infinity;
+}
+
+/**
+ * The top level's part added to the tree's, but for `request`: the keys and punctuation of every
+ * member (125), four numbers of at most 24 characters, the strings, each warning with its quotes
+ * and comma.
+ */
+function topBound(p: ProfileJSON, tree: number): number {
+  let b = 128 + 4 * 24 + tree + strBound(p.id) + strBound(p.name) + strBound(p.machine) + strBound(p.started);
+  const w = p.warnings;
+  for (let i = 0; i < w.length; i++) b += strBound(w[i]) + 1;
+  return Number.isFinite(b) ? b : -1;
+}
+
+/**
+ * `request`'s part: its keys and punctuation (44), a status of at most 24 characters, the two
+ * strings. -1 where a member is not what the adapters write (only a caller's own assignment to
+ * `profile.request` can make that).
+ */
+function withRequest(b: number, r: RequestInfo | undefined): number {
+  if (r === undefined) return b;
+  if (r.status !== undefined && typeof r.status !== 'number') return -1;
+  if (r.aborted !== undefined && r.aborted !== true) return -1;
+  const s = b + 48 + 24 + strBound(r.method) + strBound(r.path);
+  return Number.isFinite(s) ? s : -1;
 }
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
@@ -350,6 +429,7 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   const running = node.durationUs === RUNNING;
   if (running) sawRunning = true;
   const d = running ? now - node.startUs : node.durationUs;
+  boundNow += NODE_BOUND + 6 * node.name.length;
   const out: TimingJSON = {
     name: node.name,
     startMs: ms(node.startUs),

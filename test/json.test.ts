@@ -163,7 +163,12 @@ describe('profileBytes', () => {
         if (end.loopMs !== null) profile.loopDelayMs = end.loopMs / 10;
         closeProfile(profile);
         const json = profile.data();
-        expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
+        const size = Buffer.byteLength(JSON.stringify(json));
+        expect(profileBytes(json)).toBe(size);
+        // The bound the memory store takes instead of sizing every save: never below the size,
+        // and known unless there are custom timings (their summaries are not in it).
+        if (json.customSummary === undefined) expect(profile.jsonBound()).toBeGreaterThanOrEqual(size);
+        else expect(profile.jsonBound()).toBe(-1);
       }),
       { numRuns: 400 },
     );
@@ -180,5 +185,19 @@ describe('profileBytes', () => {
     expect(json.similar).toBeDefined();
     expect(json.droppedSteps).toBeGreaterThan(0);
     expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
+    // Custom timings have summaries the bound does not cover: not known, so the store sizes it.
+    expect(profile.jsonBound()).toBe(-1);
+  });
+
+  test('jsonBound: -1 until sealed, and for a request member the adapters would not write', async () => {
+    const cfg = resolveCore({});
+    const open = new Profile('GET /', cfg, { method: 'GET', path: '/' });
+    expect(open.jsonBound()).toBe(-1);
+    closeProfile(open);
+    expect(open.jsonBound()).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(open.data())));
+    const odd = new Profile('GET /', cfg, { method: 'GET', path: '/' });
+    (odd.request as { status: unknown }).status = 'x'.repeat(10_000);
+    closeProfile(odd);
+    expect(odd.jsonBound()).toBe(-1);
   });
 });

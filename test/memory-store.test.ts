@@ -148,15 +148,17 @@ test('a store whose save was replaced (a spread with its own save) sees every sa
  * skip the id lookup and reuse the last owner, and the id index is built at the first public
  * save, wherever that falls in the sequence: all of them must agree with the model.
  */
-test('behaves as the array model under any sequence of saves, miniprof’s own saves, re-saves, lists, gets and passing time', async () => {
+test('behaves as the array model under any sequence of saves, miniprof’s own saves (with or without a size bound), re-saves, lists, gets, stats and passing time', async () => {
   const owners = ['a', 'b', 'c'];
   const op = fc.oneof(
     fc.record({ k: fc.constant('save' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }) }),
-    fc.record({ k: fc.constant('seal' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }) }),
+    // `slack`: the bound miniprof passes (Profile.jsonBound) is the size plus this, or unknown.
+    fc.record({ k: fc.constant('seal' as const), owner: fc.integer({ min: 0, max: 2 }), size: fc.integer({ min: 0, max: 12 }), slack: fc.option(fc.integer({ min: 0, max: 4000 })) }),
     fc.record({ k: fc.constant('resave' as const), back: fc.nat(), owner: fc.integer({ min: 0, max: 2 }) }),
     fc.record({ k: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 40 }) }),
     fc.record({ k: fc.constant('list' as const), owner: fc.integer({ min: 0, max: 2 }), limit: fc.integer({ min: 1, max: 6 }) }),
     fc.record({ k: fc.constant('get' as const), back: fc.nat(), owner: fc.integer({ min: 0, max: 2 }) }),
+    fc.record({ k: fc.constant('stats' as const) }),
   );
   await fc.assert(
     fc.asyncProperty(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1024, max: 6000 }), fc.array(op, { maxLength: 40 }), async (maxCount, maxBytes, ops) => {
@@ -167,13 +169,13 @@ test('behaves as the array model under any sequence of saves, miniprof’s own s
       let model: M[] = [];
       const made: ProfileJSON[] = [];
       const expire = () => (model = model.filter((e) => t - e.savedAt < maxAgeMs));
-      const save = async (owner: string, p: ProfileJSON, own = false) => {
+      const save = async (owner: string, p: ProfileJSON, own = false, slack: number | null = null) => {
         const bytes = Buffer.byteLength(JSON.stringify(p));
         const tooBig = bytes > maxBytes;
         if (own) {
           // A fault is reported, never thrown: collected here, since a throwing handler is swallowed.
           const faults: unknown[] = [];
-          saveProfile(store, owner, p, (e) => faults.push(e));
+          saveProfile(store, owner, p, (e) => faults.push(e), slack === null ? -1 : bytes + slack);
           expect(faults).toEqual(tooBig ? [expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' })] : []);
         } else if (tooBig) {
           await expect(store.save(owner, p)).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_ARGUMENT' });
@@ -190,7 +192,7 @@ test('behaves as the array model under any sequence of saves, miniprof’s own s
         if (o.k === 'save' || o.k === 'seal') {
           const p = sampleProfile({}, o.size);
           made.push(p);
-          await save(owners[o.owner]!, p, o.k === 'seal');
+          await save(owners[o.owner]!, p, o.k === 'seal', o.k === 'seal' ? o.slack : null);
         } else if (o.k === 'resave' && made.length > 0) {
           await save(owners[o.owner]!, made[made.length - 1 - (o.back % made.length)]!);
         } else if (o.k === 'tick') {
@@ -204,10 +206,19 @@ test('behaves as the array model under any sequence of saves, miniprof’s own s
           const p = made[made.length - 1 - (o.back % made.length)]!;
           const e = model.find((m) => m.id === p.id && m.owner === owners[o.owner] && t - m.savedAt < maxAgeMs);
           expect(await store.get(owners[o.owner]!, p.id)).toEqual(e === undefined ? undefined : JSON.parse(JSON.stringify(e.p)));
+        } else if (o.k === 'stats') {
+          // stats() sizes every entry saved with a bound only: checked now and then, not after
+          // every step, so that unsized entries pile up between checks as they do in a server.
+          const s = store.stats();
+          expire();
+          expect(s).toEqual({ count: model.length, bytes: model.reduce((n, e) => n + e.bytes, 0) });
         }
-        const s = store.stats();
-        expire();
-        expect(s).toEqual({ count: model.length, bytes: model.reduce((n, e) => n + e.bytes, 0) });
+        // What is kept, after every step: lists read no sizes.
+        for (const owner of owners) {
+          const got = (await store.list(owner, 1000)).map((x) => x.id);
+          expire();
+          expect(got).toEqual(model.filter((e) => e.owner === owner).reverse().map((e) => e.id));
+        }
       }
     }),
     { numRuns: 300 },

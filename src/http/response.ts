@@ -167,7 +167,7 @@ export class ProfiledResponse implements Expiring {
 
   private save(): void {
     const r = this.cfg.results;
-    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError);
+    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound());
   }
 }
 

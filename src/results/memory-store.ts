@@ -30,7 +30,10 @@ interface Entry extends Linked {
    * let go, that is the small entry alone (bench/RESULTS.md Run 8).
    */
   profile: ProfileJSON | null;
-  readonly bytes: number;
+  /** Its JSON's exact size, or -1 until needed (see `unsized`). */
+  bytes: number;
+  /** While `bytes` is -1: at least its size (Profile.jsonBound). */
+  readonly bound: number;
   readonly savedAt: number;
   /** Made at the first `list` that shows it: most saved profiles are never listed. */
   summary: ProfileSummary | null;
@@ -60,7 +63,8 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
  * The default store: profiles in this process's memory, bounded by count, bytes and age, the
  * oldest evicted first. A profile is kept as the object `save` was given, and its size is counted
  * without serializing it: writing the JSON string cost a developer request more than any other
- * part of miniprof. So the caller must not change a profile after saving it (miniprof never
+ * part of miniprof. miniprof's own saves are not even sized until the byte bound could be
+ * reached (see `unsized`). So the caller must not change a profile after saving it (miniprof never
  * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
  *
  * Entries are linked in save order, over all owners (a LinkedSet) and per owner, so the oldest is
@@ -90,14 +94,36 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   const order = new LinkedSet<Entry>();
   /** By id, for the public `save` only: null until its first call. */
   let byId: Map<string, Entry> | null = null;
+  /** The exact sizes of the entries that have one. */
   let bytes = 0;
+  /**
+   * The bounds of those that do not: miniprof's own saves come with a bound and are sized only
+   * when `bytes + unsized` could pass maxBytes (then every entry is, once), and for stats(). Until
+   * then no byte eviction can be due, so the store drops exactly what it would with every size
+   * known. The default 200 profiles of a few KB never come near 32 MiB, and the sizing walk was
+   * ~4.5% of a Fastify developer request's CPU (bench/RESULTS.md Run 24).
+   */
+  let unsized = 0;
+
+  function sizeOf(e: Entry): void {
+    if (e.bytes !== -1) return;
+    e.bytes = profileBytes(e.profile!);
+    unsized -= e.bound;
+    bytes += e.bytes;
+  }
+
+  function sizeAll(): void {
+    if (unsized === 0) return;
+    for (const e of order) sizeOf(e);
+  }
 
   function drop(e: Entry): void {
     // Checked: the index must keep pointing at the entry that holds the id now.
     if (byId !== null && byId.get(e.id) === e) byId.delete(e.id);
     e.profile = null;
     e.summary = null;
-    bytes -= e.bytes;
+    if (e.bytes === -1) unsized -= e.bound;
+    else bytes -= e.bytes;
     order.delete(e);
     const o = e.owner;
     if (e.ownOlder !== null) e.ownOlder.ownNewer = e.ownNewer;
@@ -134,11 +160,21 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   }
 
   /**
-   * The save itself, synchronous; `size` is the profile's JSON size in bytes. `fresh`: the id is
-   * one the store cannot hold (a profile miniprof sealed is saved once, under a new random id).
+   * The save itself, synchronous; `size` is the profile's JSON size in bytes, or -1 with `bound`
+   * at least that (then `profile` is one miniprof sealed, which profileBytes can size). `fresh`:
+   * the id is one the store cannot hold (a profile miniprof sealed is saved once, under a new
+   * random id).
    */
-  function put(owner: string, profile: ProfileJSON, size: number, fresh: boolean): void {
+  function put(owner: string, profile: ProfileJSON, size: number, bound: number, fresh: boolean): void {
     const t = now();
+    if (size === -1 && bound < 0) size = profileBytes(profile);
+    let need = size === -1 ? bound : size;
+    if (bytes + unsized + need > maxBytes) {
+      // The bounds could pass the cap: judged on exact sizes from here on, as without them.
+      sizeAll();
+      if (size === -1) size = profileBytes(profile);
+      need = size;
+    }
     if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
     if (!fresh) {
       if (byId === null) {
@@ -149,23 +185,26 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
       if (old !== undefined) drop(old);
     }
     expire(t);
-    for (let e = order.first(); e !== null && (order.size >= maxCount || bytes + size > maxBytes); e = order.first()) drop(e);
+    // With sizes still unknown, `bytes + unsized + need` was within maxBytes above, and drops only
+    // lower it: the byte test below stays false, as it would on the exact sizes.
+    for (let e = order.first(); e !== null && (order.size >= maxCount || bytes + unsized + need > maxBytes); e = order.first()) drop(e);
     const o = ownerOf(owner);
-    const e: Entry = { id: profile.id, owner: o, profile, bytes: size, savedAt: t, summary: null, prevLink: null, nextLink: null, ownOlder: o.newest, ownNewer: null };
+    const e: Entry = { id: profile.id, owner: o, profile, bytes: size, bound: size === -1 ? bound : 0, savedAt: t, summary: null, prevLink: null, nextLink: null, ownOlder: o.newest, ownNewer: null };
     order.add(e);
     if (o.newest !== null) o.newest.ownNewer = e;
     o.newest = e;
     if (byId !== null) byId.set(profile.id, e);
-    bytes += size;
+    if (size === -1) unsized += bound;
+    else bytes += size;
   }
 
   async function save(owner: string, profile: ProfileJSON): Promise<void> {
-    put(owner, profile, jsonBytes(profile), false);
+    put(owner, profile, jsonBytes(profile), 0, false);
   }
 
   const store: ProfileStore & { stats(): MemoryStoreStats } & SealedSave = {
     save,
-    [SAVE_SEALED]: { save, put: (owner, profile) => put(owner, profile, profileBytes(profile), true) },
+    [SAVE_SEALED]: { save, put: (owner, profile, bound) => put(owner, profile, -1, bound, true) },
     async get(owner, id) {
       if (!UUID.test(id)) return undefined;
       const e = live(owner, id, now());
@@ -183,6 +222,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     },
     stats() {
       expire(now());
+      sizeAll();
       return { count: order.size, bytes };
     },
   };

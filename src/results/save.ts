@@ -5,15 +5,16 @@ import { SAVE_SEALED, type ProfileStore, type SealedSave } from './store.js';
 
 /**
  * Store faults never reach the app: the request that made the profile is already answered.
- * `json` must be a sealed profile's (`Profile.data()` after the seal): see SAVE_SEALED.
+ * `json` must be a sealed profile's (`Profile.data()` after the seal), and `bound` its
+ * `jsonBound()` (-1: not known): see SAVE_SEALED.
  */
-export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSON, onInternalError: InternalErrorHandler): void {
+export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSON, onInternalError: InternalErrorHandler, bound = -1): void {
   let p: Promise<void>;
   try {
     const fast = (store as Partial<SealedSave>)[SAVE_SEALED];
     // Only while `save` is the store's own: a wrapper that replaced it (`{ ...memoryStore(), save }`)
     // must see every save.
-    if (fast !== undefined && fast.save === store.save) return fast.put(owner, json);
+    if (fast !== undefined && fast.save === store.save) return fast.put(owner, json, bound);
     p = Promise.resolve(store.save(owner, json));
   } catch (err) {
     return report(onInternalError, err);

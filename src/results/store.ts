@@ -48,7 +48,7 @@ export interface ProfileStore {
 /**
  * @internal How miniprof saves a profile it sealed itself, where the store offers it (the memory
  * store): synchronously, and sized field by field (`profileBytes`), since such a tree has only the
- * fields miniprof writes. `save` is for everything else: its promise, and the `catch` the caller
+ * fields miniprof writes, and only once its byte bound could be reached. `save` is for everything else: its promise, and the `catch` the caller
  * must put on it, were two more promises per developer request, each paying the promise hooks
  * (bench/RESULTS.md Run 9). A symbol private to this copy of miniprof.
  */
@@ -62,8 +62,9 @@ export interface SealedSave {
     /**
      * Throws what `save` would reject with. Only for an id the store was never given (a sealed
      * profile is saved once, under its own random id): the memory store does not look it up.
+     * `bound`: at least the profile's JSON size in bytes (Profile.jsonBound), or -1 for unknown.
      */
-    put(owner: string, profile: ProfileJSON): void;
+    put(owner: string, profile: ProfileJSON, bound: number): void;
   };
 }
 
