@@ -349,14 +349,14 @@ export class Profile implements Linked {
     }
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
-    this.snapBound = custom !== undefined ? -1 : topBound(json, boundNow);
+    this.snapBound = topBound(json, custom === undefined ? boundNow : boundNow + custom.bound);
     return json;
   }
 
   /**
    * @internal At least the UTF-8 length of the sealed JSON (`profileBytes(data())`), or -1 when
-   * not known: not sealed yet, or custom timings, whose summaries it does not cover. Found
-   * while the snapshot was built, so the memory store can leave the exact walk (7-9k instructions
+   * not known: not sealed yet, or a `request` member the adapters would not write. Found while the
+   * snapshot was built (custom timings by analyseCustom), so the memory store can leave the exact walk (7-9k instructions
    * per developer request) until its byte bound could be reached (bench/RESULTS.md Run 24).
    */
   jsonBound(): number {

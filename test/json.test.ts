@@ -165,10 +165,9 @@ describe('profileBytes', () => {
         const json = profile.data();
         const size = Buffer.byteLength(JSON.stringify(json));
         expect(profileBytes(json)).toBe(size);
-        // The bound the memory store takes instead of sizing every save: never below the size,
-        // and known unless there are custom timings (their summaries are not in it).
-        if (json.customSummary === undefined) expect(profile.jsonBound()).toBeGreaterThanOrEqual(size);
-        else expect(profile.jsonBound()).toBe(-1);
+        // The bound the memory store takes instead of sizing every save: known, and never below
+        // the size, custom timings and their summaries included.
+        expect(profile.jsonBound()).toBeGreaterThanOrEqual(size);
       }),
       { numRuns: 400 },
     );
@@ -185,8 +184,34 @@ describe('profileBytes', () => {
     expect(json.similar).toBeDefined();
     expect(json.droppedSteps).toBeGreaterThan(0);
     expect(profileBytes(json)).toBe(Buffer.byteLength(JSON.stringify(json)));
-    // Custom timings have summaries the bound does not cover: not known, so the store sizes it.
-    expect(profile.jsonBound()).toBe(-1);
+    expect(profile.jsonBound()).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(json)));
+  });
+
+  test('jsonBound covers custom timings, their summaries and similar groups, redacted or not', async () => {
+    // Few categories and shapes, so that duplicates, similar groups and shared summaries occur.
+    // Short strings too: the bound's fixed part per item is then most of it, and must hold alone.
+    const category = fc.constantFrom('s', 'http', 'ré\u0001"dis', '\ud83d\ude00');
+    const command = fc.tuple(fc.constantFrom('', 'select * from t where id = ', 'GET /users/', 'k\u2028"', '\udc00'), fc.constantFrom('', '1', '22'), fc.oneof(fc.constant(''), text));
+    const call = fc.record({ category, command, fail: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(fc.array(call, { maxLength: 80 }), fc.boolean(), async (calls, redact) => {
+        const { profile } = await withProfile('job', async () => {
+          for (const c of calls) {
+            const cmd = `${c.command[0]}${c.command[1]}${c.command[2]}`;
+            try {
+              await timing(c.category, cmd, async () => {
+                if (c.fail) throw new Error('x');
+              });
+            } catch {
+              // recorded as an error
+            }
+          }
+        }, { redact });
+        const json = profile.data();
+        expect(profile.jsonBound()).toBeGreaterThanOrEqual(Buffer.byteLength(JSON.stringify(json)));
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test('jsonBound: -1 until sealed, and for a request member the adapters would not write', async () => {

@@ -25,7 +25,21 @@ export interface SimilarGroupJSON {
 export interface CustomAnalysis {
   customSummary: CategorySummaryJSON[];
   similar: SimilarGroupJSON[];
+  /**
+   * At least the UTF-8 bytes all of it adds to the profile's JSON: the custom timings (with the
+   * `"custom":[…]` around them), `customSummary` and `similar` (Profile.jsonBound).
+   */
+  bound: number;
 }
+
+/**
+ * Bytes beyond 6 per UTF-16 unit of its strings (the longest escape is 6 bytes) for each custom
+ * timing, category summary and similar group, rounded up from what their JSON can hold: a timing's
+ * eight keys and punctuation, quotes, a comma and three numbers of at most 24 characters come to
+ * 185, with `"custom":[]` 197; a summary's 159 and a group's 154, each with its list's key 178 at
+ * most.
+ */
+const ITEM_BOUND = 256;
 
 interface Group {
   count: number;
@@ -83,6 +97,7 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
 
   const similar: SimilarGroupJSON[] = [];
   const cats = new Map<string, CategorySummaryJSON>();
+  let bound = 0;
   for (let i = 0; i < all.length; i++) {
     const c = all[i]!;
     let cat = cats.get(c.category);
@@ -98,13 +113,18 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
       if (g.id === 0) {
         g.id = similar.length + 1;
         similar.push({ id: g.id, category: g.category, command: g.shape, count: g.count, durationMs: us(g.durationMs) });
+        bound += ITEM_BOUND + 6 * (g.category.length + g.shape.length);
       }
       c.similar = g.id;
       cat.similar++;
     }
     if (redactCommands) c.command = masked.get(c.command)!;
+    bound += ITEM_BOUND + 6 * (c.category.length + c.command.length);
   }
   const customSummary = [...cats.values()];
-  for (const s of customSummary) s.durationMs = us(s.durationMs);
-  return { customSummary, similar };
+  for (const s of customSummary) {
+    s.durationMs = us(s.durationMs);
+    bound += ITEM_BOUND + 6 * s.category.length;
+  }
+  return { customSummary, similar, bound };
 }
