@@ -230,7 +230,7 @@ export class Profile implements Linked {
     this.frozenJSON = null;
     this.sealedJSON = json;
     // The request's part is counted here: reusable() put the request's final state in.
-    this.sealedBound = bound < 0 ? -1 : withRequest(bound, json.request);
+    this.sealedBound = withRequest(bound, json.request);
     detach(this.root);
     this.customs = null;
     return json;
@@ -356,8 +356,9 @@ export class Profile implements Linked {
   /**
    * @internal At least the UTF-8 length of the sealed JSON (`profileBytes(data())`), or -1 when
    * not known: not sealed yet, or a `request` member the adapters would not write. Found while the
-   * snapshot was built (custom timings by analyseCustom), so the memory store can leave the exact walk (7-9k instructions
-   * per developer request) until its byte bound could be reached (bench/RESULTS.md Run 24).
+   * snapshot was built (custom timings by analyseCustom), so the memory store can leave the exact
+   * walk (7-9k instructions per developer request) until its byte bound could be reached
+   * (bench/RESULTS.md Run 24).
    */
   jsonBound(): number {
     return this.sealedJSON === null ? -1 : this.sealedBound;
@@ -387,8 +388,8 @@ const NODE_BOUND = 256;
 let boundNow = 0;
 
 /** Each string member: 6 bytes per unit and its quotes. */
-function strBound(s: unknown): number {
-  return typeof s === 'string' ? 6 * s.length + 2 : Infinity;
+function strBound(s: string): number {
+  return 6 * s.length + 2;
 }
 
 /**
@@ -399,8 +400,8 @@ function strBound(s: unknown): number {
 function topBound(p: ProfileJSON, tree: number): number {
   let b = 128 + 4 * 24 + tree + strBound(p.id) + strBound(p.name) + strBound(p.machine) + strBound(p.started);
   const w = p.warnings;
-  for (let i = 0; i < w.length; i++) b += strBound(w[i]) + 1;
-  return Number.isFinite(b) ? b : -1;
+  for (let i = 0; i < w.length; i++) b += strBound(w[i]!) + 1;
+  return b;
 }
 
 /**
@@ -410,10 +411,10 @@ function topBound(p: ProfileJSON, tree: number): number {
  */
 function withRequest(b: number, r: RequestInfo | undefined): number {
   if (r === undefined) return b;
+  if (typeof r.method !== 'string' || typeof r.path !== 'string') return -1;
   if (r.status !== undefined && typeof r.status !== 'number') return -1;
   if (r.aborted !== undefined && r.aborted !== true) return -1;
-  const s = b + 48 + 24 + strBound(r.method) + strBound(r.path);
-  return Number.isFinite(s) ? s : -1;
+  return b + 48 + 24 + strBound(r.method) + strBound(r.path);
 }
 
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
