@@ -26,7 +26,7 @@ export function jsonBytes(value: unknown): number {
  */
 export function profileBytes(p: ProfileJSON): number {
   // {"v":…,"id":…,"name":…,"machine":…,"started":…,"durationMs":…,"droppedSteps":…,"warnings":…,"root":…}
-  // `id` (a randomUUID) and `started` (isoTime) are ASCII with nothing to escape: their length and
+  // `id` (a UUID, src/id.ts) and `started` (isoTime) are ASCII with nothing to escape: their length and
   // two quotes. Not scanned: in a loop they took 0.1-0.5 µs each of this walk's ~1 µs, when both
   // were still cons strings (bench/RESULTS.md Run 17; they are flattened since Run 18).
   let b = 5 + numberBytes(p.v) + 6 + (p.id.length + 2) + 8 + stringBytes(p.name) + 11 + stringBytes(p.machine) + 11 + (p.started.length + 2);

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
 import { jsonCopy } from './json.js';
 import { isoTime } from './iso.js';
+import { uuid } from './id.js';
 import type { Linked } from './linked.js';
 
 /** One custom timing in the v1 JSON. */
@@ -124,7 +124,7 @@ export class Profile implements Linked {
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
     this.config = config;
-    this.id = flat(randomUUID());
+    this.id = uuid();
     this.name = name;
     this.machine = config.machine;
     // A `now` that gives no valid date (NaN, a string, an object whose conversion throws) would
@@ -498,13 +498,14 @@ function detach(root: TimingNode): void {
 }
 
 /**
- * `s` made flat while it is young. `randomUUID()` and `isoTime` build their strings by
- * concatenation: cons strings, trees of a dozen small objects. The profile keeps both, the store
- * keeps the profile, and the headers and the comment copy them out, each copy walking the tree
- * (and the scavenger copying it until it is promoted). Reading one character makes V8 flatten
- * the tree once, here: -14,800 instructions per Fastify developer request (-19,800 on Node 24)
- * and -5,400 to -9,000 per Express one, nearly all of it GC (bench/RESULTS.md Run 18). The
- * character code goes to a module variable so that the optimizing compiler cannot drop the read.
+ * `s` made flat while it is young. `isoTime` builds its string by concatenation (as
+ * `randomUUID()` did the id, before src/id.ts): a cons string, a tree of small objects. The
+ * profile keeps it, the store keeps the profile, and the comment and the JSON copy it out, each
+ * copy walking the tree (and the scavenger copying it until it is promoted). Reading one
+ * character makes V8 flatten the tree once, here: with the id, -14,800 instructions per Fastify
+ * developer request (-19,800 on Node 24) and -5,400 to -9,000 per Express one, nearly all of it
+ * GC (bench/RESULTS.md Run 18). The character code goes to a module variable so that the
+ * optimizing compiler cannot drop the read.
  */
 function flat(s: string): string {
   charSink ^= s.charCodeAt(0);

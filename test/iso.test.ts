@@ -11,6 +11,10 @@ test('isoTime gives what Date#toISOString gives, for any valid time, in any orde
     // Around now and around day boundaries, where the cached day must be swapped.
     fc.integer({ min: 1_700_000_000_000, max: 1_900_000_000_000 }),
     fc.integer({ min: -3, max: 3 }).chain((d) => fc.integer({ min: -2, max: 2 }).map((e) => 1_764_460_800_000 + d * 86_400_000 + e)),
+    // Within a second and across its edges, where the cached second must be kept or swapped,
+    // on both sides of the epoch.
+    fc.integer({ min: -3, max: 3 }).chain((k) => fc.integer({ min: -1001, max: 1001 }).map((e) => 1_764_460_800_000 + k * 1000 + e)),
+    fc.integer({ min: -3000, max: 3000 }),
     fc.constantFrom(0, -0, -0.5, 0.999, -1, -1.5, 253402300799999, 253402300800000, -62167219200000, -62167219200001, MAX, -MAX),
   );
   fc.assert(
