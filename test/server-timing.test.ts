@@ -3,6 +3,7 @@ import { Socket } from 'node:net';
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { renderServerTiming, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { MIN_MAX_BYTES } from '../src/render/server-timing.js';
 import { closeProfile, runInProfile } from '../src/context.js';
 import { resolveCore } from '../src/options.js';
 import { Profile } from '../src/profile.js';
@@ -346,6 +347,28 @@ describe('B5: maxBytes', () => {
       ),
       { numRuns: 1000 },
     );
+  });
+
+  test('B5 property: a value that fits maxBytes whole is never cut, however short its last metrics', () => {
+    // Before, a `more` was reserved at every metric, so with maxBytes exactly the whole value's
+    // length a last metric shorter than `more;desc="1 more"` (as `a;dur=0.0` is) was dropped.
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.oneof(anyName, fc.constantFrom('a', 'b', 'x y')), fc.double({ min: 0, max: 1e6, noNaN: true })), { maxLength: 40 }),
+        fc.double({ min: 0, max: 1e9, noNaN: true }),
+        (steps, total) => {
+          const json = profileJSON(steps.map(([n, d]) => leaf(n, d)), total);
+          const full = renderServerTiming(json, { maxBytes: 1 << 30 });
+          fc.pre(full.length >= MIN_MAX_BYTES);
+          expect(renderServerTiming(json, { maxBytes: full.length })).toBe(full);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+    const short = profileJSON([leaf('load user', 3.4), leaf('permissions', 0.1), leaf('a', 0)], 4);
+    const whole = renderServerTiming(short, { maxBytes: 1 << 30 });
+    expect(whole).toBe('load_user;dur=3.4;desc="load user", permissions;dur=0.1, a;dur=0.0, total;dur=4.0');
+    expect(renderServerTiming(short, { maxBytes: whole.length })).toBe(whole);
   });
 
   test('B5: a maxBytes that is not a number is a coded error, never a silently uncapped header', () => {

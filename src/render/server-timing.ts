@@ -77,6 +77,16 @@ function metric(name: string, durationMs: number, desc: string): string {
 }
 
 function fit(metrics: string[], total: string, max: number): string {
+  // Most values fit whole. Then no `more` metric needs room: the loop below reserved it at every
+  // metric (a string made per metric to measure it), and so could drop a last short metric for a
+  // `more` when both would have fitted.
+  let whole = total.length;
+  for (let i = 0; i < metrics.length; i++) whole += metrics[i]!.length + 2;
+  if (whole <= max) {
+    let all = '';
+    for (let i = 0; i < metrics.length; i++) all += `${metrics[i]}, `;
+    return all + total;
+  }
   let out = '';
   let i = 0;
   for (; i < metrics.length; i++) {
