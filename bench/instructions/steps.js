@@ -2,6 +2,9 @@
 // [--from 20000] [--to 60000]`: instructions per call of a step, counted by valgrind (cachegrind,
 // no cache simulation) under `node --predictable`, beside the floor it stands on (`als.run`, two
 // clock reads) and the reference profiler's step (bench/reference.js), all on Node's real clock.
+// The `render.*` rows render the bench page's profile (bench/http/page.js, on a counter clock) as
+// the HTML comment and as the Server-Timing value, each read to its last character so that the
+// count includes making the string flat, as sending it does.
 // With --dist-b, a second build (a copy of dist/) is counted beside the first.
 //
 // Why: bench/micro times a step to ±5-10% on this VM in a calm minute and far worse in a slow
@@ -18,7 +21,7 @@ import { cachegrindScript, instructionCount, needValgrind, option } from './cach
 
 const here = fileURLToPath(import.meta.url);
 const argv = process.argv.slice(2);
-const ROWS = ['bare.sync', 'als.sync', 'floor.sync', 'ref.sync', 'ours.sync', 'ours.using', 'bare.async', 'als.async', 'floor.async', 'ref.async', 'ours.async', 'ours.nested3', 'ours.page'];
+const ROWS = ['bare.sync', 'als.sync', 'floor.sync', 'ref.sync', 'ours.sync', 'ours.using', 'bare.async', 'als.async', 'floor.async', 'ref.async', 'ours.async', 'ours.nested3', 'ours.page', 'render.comment', 'render.header'];
 
 if (argv[0] === '--child') await child(argv[1], Number(argv[2]));
 else await main();
@@ -56,7 +59,7 @@ async function main() {
 async function child(row, n) {
   const { dist, page } = await import(join(dirname(here), '../http/page.js'));
   const { floorSteps, referenceStep } = await import(join(dirname(here), '../reference.js'));
-  const { step } = await import(dist('src/index.js'));
+  const { step, withProfile, renderHtmlComment, renderServerTiming } = await import(dist('src/index.js'));
   const { als, runInProfile, closeProfile } = await import(dist('src/context.js'));
   const { Profile } = await import(dist('src/profile.js'));
   const { resolveCore } = await import(dist('src/options.js'));
@@ -79,6 +82,17 @@ async function child(row, n) {
       fresh();
     }
   };
+  if (row.startsWith('render.')) {
+    let t = 0;
+    const { profile: pageProfile } = await withProfile('GET /', () => page(step), { clock: () => (t += 0.013), machine: 'bench' });
+    const json = pageProfile.data();
+    const render = row === 'render.comment' ? renderHtmlComment : renderServerTiming;
+    for (let i = 0; i < n; i++) {
+      const v = render(json);
+      sink ^= v.charCodeAt(v.length - 1);
+    }
+    return;
+  }
   const refRoot = { children: null };
   const ref = referenceStep(als);
   await runInProfile(profile, async () => {
