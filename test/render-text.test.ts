@@ -297,6 +297,45 @@ describe('no user text forges a line of the tree', () => {
   });
 });
 
+describe('names kept between renders', () => {
+  const one = (name: string, durationMs = 1.25): ProfileJSON => ({
+    v: 1,
+    id: '00000000-0000-4000-8000-000000000000',
+    name: 'GET /',
+    machine: 'web-1',
+    started: '2026-11-29T12:00:00.000Z',
+    durationMs: 10,
+    droppedSteps: 0,
+    warnings: [],
+    root: { name: 'GET /', startMs: 0, durationMs: 10, children: [{ name, startMs: 0, durationMs, children: [] }] },
+  });
+  const stepLine = (json: ProfileJSON, ascii: boolean): string => renderText(json, { ascii }).split('\n')[2]!;
+
+  test('a name is escaped for the mode of each render, whichever mode saw it first', () => {
+    for (const name of ['prüfen 😀', 'café', 'x\u00a0y']) {
+      const utf8 = `> ${escapeText(name, false)} = 1.3ms`;
+      const ascii = `> ${escapeText(name, true)} = 1.3ms`;
+      expect(utf8).not.toBe(ascii);
+      for (const mode of [false, true, true, false, true]) expect(stepLine(one(name), mode)).toBe(mode ? ascii : utf8);
+    }
+  });
+
+  test('past the names kept (512) and past the length kept (96), lines are still exact', () => {
+    for (let i = 0; i < 1300; i++) expect(stepLine(one(`step ${i}`, i), false)).toBe(`> step ${i} = ${i}.0ms`);
+    expect(stepLine(one('step 0', 2), false)).toBe('> step 0 = 2.0ms');
+    const long = `${'a-'.repeat(60)}-end`;
+    expect(stepLine(one(long), false)).toBe(`> ${escapeText(long, false)} = 1.3ms`);
+    expect(stepLine(one(long), true)).toBe(`> ${escapeText(long, true)} = 1.3ms`);
+  });
+
+  test('the kept part of a line does not carry the marks or the flags of the line it came from', () => {
+    const json = one('same');
+    json.root.children[0]!.children = [{ name: 'same', startMs: 0, durationMs: 0.5, children: [], error: true }];
+    json.root.children.push({ name: 'same', startMs: 1, durationMs: 30, syncMs: 25, blocking: true, children: [] });
+    expect(renderText(json).split('\n').slice(2, 5)).toEqual(['> same = 1.3ms', '>> same = 0.5ms (error)', '> same = 30.0ms (blocking: 25.0ms sync)']);
+  });
+});
+
 describe('B1: the comment is exactly one comment node for any text', () => {
   test('B1 property: arbitrary names, commands, path, machine and warnings (2,000 runs)', () => {
     fc.assert(

@@ -371,6 +371,20 @@ describe('B5: maxBytes', () => {
     expect(renderServerTiming(short, { maxBytes: whole.length })).toBe(whole);
   });
 
+  test('a step name kept between renders gives the metric it gave the first time, blocking or not', () => {
+    const a = profileJSON([leaf('load user', 3.4), leaf('sort', 0.05)]);
+    const blocking: TimingJSON = { ...leaf('load user', 30), syncMs: 25, blocking: true };
+    const b = profileJSON([blocking, leaf('sort', 2)]);
+    for (let i = 0; i < 3; i++) {
+      expect(renderServerTiming(a)).toBe('load_user;dur=3.4;desc="load user", sort;dur=0.1, total;dur=10.0');
+      expect(renderServerTiming(b)).toBe('load_user;dur=30.0;desc="load user (blocking: 25.0ms sync)", sort;dur=2.0, total;dur=10.0');
+    }
+    // Past the 512 names kept, and past the 96 characters kept.
+    for (let i = 0; i < 1300; i++) expect(renderServerTiming(profileJSON([leaf(`step ${i}`, i)]))).toBe(`step_${i};dur=${i}.0;desc="step ${i}", total;dur=10.0`);
+    const long = 'x y '.repeat(30);
+    expect(renderServerTiming(profileJSON([leaf(long, 1)]))).toBe(`x_y_x_y_x_y_x_y_x_y_x_y_x_y_x_y;dur=1.0;desc="${long.slice(0, 96)}", total;dur=10.0`);
+  });
+
   test('B5: a maxBytes that is not a number is a coded error, never a silently uncapped header', () => {
     const json = profileJSON(Array.from({ length: 500 }, (_, i) => leaf(`s${i}`)));
     for (const [bad, says] of [

@@ -41,8 +41,8 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
     // DevTools shows only name and desc: say there that the step held the event loop.
-    const desc = c.blocking === true ? `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)` : c.name;
-    metrics.push(metric(c.name, c.durationMs, desc));
+    if (c.blocking === true) metrics.push(metric(c.name, c.durationMs, `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)`));
+    else metrics.push(stepMetric(c.name, c.durationMs));
   }
   const cats = collect(p.root, null);
   if (cats !== null) for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
@@ -69,6 +69,25 @@ function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }
   for (let i = 0; i < children.length; i++) cats = collect(children[i]!, cats);
   return cats;
 }
+
+/**
+ * `metric(name, durationMs, name)`, with what depends on the name alone kept for the names that
+ * come back (`load_user;dur=` and `;desc="load user"`), as token() keeps tokens: the metric is
+ * then three strings joined, and the name is neither scanned nor quoted again.
+ */
+function stepMetric(name: string, durationMs: number): string {
+  if (name.length > MAX_CACHED_NAME) return metric(name, durationMs, name);
+  let parts = named.get(name);
+  if (parts === undefined) {
+    if (named.size >= MAX_TOKENS) named.clear();
+    const tok = token(name);
+    parts = [`${tok};dur=`, name === tok ? '' : `;desc="${quoted(name)}"`];
+    named.set(name, parts);
+  }
+  return parts[0] + ms1(durationMs) + parts[1];
+}
+
+const named = new Map<string, [string, string]>();
 
 function metric(name: string, durationMs: number, desc: string): string {
   const tok = token(name);

@@ -45,14 +45,54 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
 /** `>` repeated depth times, made once for the depths profiles usually have. */
 const MARKS = Array.from({ length: 16 }, (_, d) => '>'.repeat(d));
 
+/**
+ * ` name = ` with the name escaped, kept for the names that come back (step names are mostly
+ * literals): a line is then its marks, this, and its duration, three strings joined where the
+ * template made six, and the name is not scanned again. Bounded in count and in name length, as
+ * token() in server-timing.ts is.
+ */
+function named(name: string, ascii: boolean): string {
+  if (name.length > MAX_KEPT_NAME) return ` ${escapeText(name, ascii)} = `;
+  const kept = ascii ? namedAscii : namedUtf8;
+  let s = kept.get(name);
+  if (s === undefined) {
+    if (kept.size >= MAX_KEPT) kept.clear();
+    s = ` ${escapeText(name, ascii)} = `;
+    // Flat once, here, rather than walked as a tree each time a comment is copied out.
+    flatSink ^= s.charCodeAt(0);
+    kept.set(name, s);
+  }
+  return s;
+}
+
+const namedUtf8 = new Map<string, string>();
+const namedAscii = new Map<string, string>();
+const MAX_KEPT = 512;
+let flatSink = 0;
+const MAX_KEPT_NAME = 96;
+
+const DOT_MS = ['.0ms\n', '.1ms\n', '.2ms\n', '.3ms\n', '.4ms\n', '.5ms\n', '.6ms\n', '.7ms\n', '.8ms\n', '.9ms\n'];
+
+/** `${ms1(ms)}ms\n`, the end of a line with no marks, as one concatenation. */
+function msLine(ms: number): string {
+  if (!(ms > 0)) return '0.0ms\n';
+  const tenths = Math.round(ms * 10);
+  const f = DOT_MS[tenths % 10];
+  return f === undefined ? `${ms1(ms)}ms\n` : Math.floor(tenths / 10) + f;
+}
+
 function lines(t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
-  let out = `${marks} ${escapeText(t.name, ascii)} = ${ms1(t.durationMs)}ms`;
-  if (t.error === true) out += ' (error)';
-  if (t.unfinished === true) out += ' (unfinished)';
-  if (t.blocking === true) out += ` (blocking: ${ms1(t.syncMs ?? t.durationMs)}ms sync)`;
-  if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
-  out += '\n';
+  let out = marks + named(t.name, ascii);
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += msLine(t.durationMs);
+  else {
+    out += `${ms1(t.durationMs)}ms`;
+    if (t.error === true) out += ' (error)';
+    if (t.unfinished === true) out += ' (unfinished)';
+    if (t.blocking === true) out += ` (blocking: ${ms1(t.syncMs ?? t.durationMs)}ms sync)`;
+    if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
+    out += '\n';
+  }
   const custom = t.custom;
   if (custom !== undefined) {
     for (let i = 0; i < custom.length; i++) {
