@@ -73,7 +73,7 @@ const MAX_KEPT_NAME = 96;
 
 const DOT_MS = ['.0ms\n', '.1ms\n', '.2ms\n', '.3ms\n', '.4ms\n', '.5ms\n', '.6ms\n', '.7ms\n', '.8ms\n', '.9ms\n'];
 
-/** `${ms1(ms)}ms\n`, the end of a line with no marks, as one concatenation. */
+/** `${ms1(ms)}ms\n`, the end of a step line without flags, as one concatenation. */
 function msLine(ms: number): string {
   if (!(ms > 0)) return '0.0ms\n';
   const tenths = Math.round(ms * 10);
