@@ -5,6 +5,7 @@ import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from '
 import { jsonCopy } from './json.js';
 import { isoTime } from './iso.js';
 import { uuid } from './id.js';
+import { flat } from './names.js';
 import type { Linked } from './linked.js';
 
 /** One custom timing in the v1 JSON. */
@@ -497,21 +498,6 @@ function detach(root: TimingNode): void {
   }
 }
 
-/**
- * `s` made flat while it is young. `isoTime` builds its string by concatenation (as
- * `randomUUID()` did the id, before src/id.ts): a cons string, a tree of small objects. The
- * profile keeps it, the store keeps the profile, and the comment and the JSON copy it out, each
- * copy walking the tree (and the scavenger copying it until it is promoted). Reading one
- * character makes V8 flatten the tree once, here: with the id, -14,800 instructions per Fastify
- * developer request (-19,800 on Node 24) and -5,400 to -9,000 per Express one, nearly all of it
- * GC (bench/RESULTS.md Run 18). The character code goes to a module variable so that the
- * optimizing compiler cannot drop the read.
- */
-function flat(s: string): string {
-  charSink ^= s.charCodeAt(0);
-  return s;
-}
-let charSink = 0;
 
 /**
  * A user-supplied clock's reading as a number. Number() alone is not enough: an object whose

@@ -2,6 +2,7 @@ import { codedError, describe } from '../errors.js';
 import type { TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { ms1 } from './format.js';
+import { keep, MAX_KEPT_NAME } from './kept.js';
 
 export interface ServerTimingOptions {
   /** The value is cut at metric boundaries to fit; `total` is always kept. Default 2048. */
@@ -76,13 +77,11 @@ function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }
  * then three strings joined, and the name is neither scanned nor quoted again.
  */
 function stepMetric(name: string, durationMs: number): string {
-  if (name.length > MAX_CACHED_NAME) return metric(name, durationMs, name);
+  if (name.length > MAX_KEPT_NAME) return metric(name, durationMs, name);
   let parts = named.get(name);
   if (parts === undefined) {
-    if (named.size >= MAX_TOKENS) named.clear();
     const tok = token(name);
-    parts = [`${tok};dur=`, name === tok ? '' : `;desc="${quoted(name)}"`];
-    named.set(name, parts);
+    parts = keep(named, name, [`${tok};dur=`, name === tok ? '' : `;desc="${quoted(name)}"`]);
   }
   return parts[0] + ms1(durationMs) + parts[1];
 }
@@ -135,20 +134,13 @@ export function token(name: string): string {
   if (i === n && n > 0 && n <= MAX_TOKEN && name.charCodeAt(0) !== 0x5f && name.charCodeAt(n - 1) !== 0x5f) return reserved(name);
   // Human names ("load user") have spaces. Step names are mostly literals, so the same few come
   // back request after request: remembered, since building one costs ~90 ns (with the two regex
-  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded in count, as
-  // names may hold ids, and in length, as they may be up to maxNameLength (10,000) long.
-  if (n > MAX_CACHED_NAME) return tokenOf(name, i);
-  const known = tokens.get(name);
-  if (known !== undefined) return known;
-  if (tokens.size >= MAX_TOKENS) tokens.clear();
-  const t = tokenOf(name, i);
-  tokens.set(name, t);
-  return t;
+  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded as every kept
+  // name is (src/render/kept.ts).
+  if (n > MAX_KEPT_NAME) return tokenOf(name, i);
+  return tokens.get(name) ?? keep(tokens, name, tokenOf(name, i));
 }
 
 const tokens = new Map<string, string>();
-const MAX_TOKENS = 512;
-const MAX_CACHED_NAME = 96;
 
 /** token() past the fast path: `name` is a token up to `i`. */
 function tokenOf(name: string, i: number): string {

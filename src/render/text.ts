@@ -2,6 +2,8 @@ import type { ProfileJSON, TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
 import { ms1 } from './format.js';
+import { keep, MAX_KEPT_NAME } from './kept.js';
+import { flat } from '../names.js';
 
 export interface TextOptions {
   /** Escape everything outside printable ASCII (for pages not in UTF-8). Default false. */
@@ -48,28 +50,18 @@ const MARKS = Array.from({ length: 16 }, (_, d) => '>'.repeat(d));
 /**
  * ` name = ` with the name escaped, kept for the names that come back (step names are mostly
  * literals): a line is then its marks, this, and its duration, three strings joined where the
- * template made six, and the name is not scanned again. Bounded in count and in name length, as
- * token() in server-timing.ts is.
+ * template made six, and the name is not scanned again. Bounded as every kept name is
+ * (src/render/kept.ts).
  */
 function named(name: string, ascii: boolean): string {
   if (name.length > MAX_KEPT_NAME) return ` ${escapeText(name, ascii)} = `;
   const kept = ascii ? namedAscii : namedUtf8;
-  let s = kept.get(name);
-  if (s === undefined) {
-    if (kept.size >= MAX_KEPT) kept.clear();
-    s = ` ${escapeText(name, ascii)} = `;
-    // Flat once, here, rather than walked as a tree each time a comment is copied out.
-    flatSink ^= s.charCodeAt(0);
-    kept.set(name, s);
-  }
-  return s;
+  // Flat once, when kept, rather than walked as a tree each time a comment is copied out.
+  return kept.get(name) ?? keep(kept, name, flat(` ${escapeText(name, ascii)} = `));
 }
 
 const namedUtf8 = new Map<string, string>();
 const namedAscii = new Map<string, string>();
-const MAX_KEPT = 512;
-let flatSink = 0;
-const MAX_KEPT_NAME = 96;
 
 const DOT_MS = ['.0ms\n', '.1ms\n', '.2ms\n', '.3ms\n', '.4ms\n', '.5ms\n', '.6ms\n', '.7ms\n', '.8ms\n', '.9ms\n'];
 
