@@ -30,20 +30,31 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
   if (NO_BODY_STATUS.has(status) || status < 200) return skip(`status ${status}`);
   if (typeof body !== 'string' && !(body instanceof Uint8Array)) return skip('body is not one string or buffer');
   if (body.length === 0) return skip('empty body');
-  const type = headerString(h.getHeader('content-type')).toLowerCase();
-  const semi = type.indexOf(';');
-  const mime = (semi === -1 ? type : type.slice(0, semi)).trim();
+  const given = headerString(h.getHeader('content-type'));
+  // What Express and Fastify set for an HTML string, and most apps: no lowercase copy, no slices.
+  const type = given === HTML_UTF8 ? given : given.toLowerCase();
+  const mime = type === HTML_UTF8 ? 'text/html' : mimeOf(type);
   if (mime !== 'text/html' && mime !== 'application/xhtml+xml') return skip(`content-type ${mime || 'unset'}`);
-  const enc = headerString(h.getHeader('content-encoding')).trim().toLowerCase();
-  if (enc !== '' && enc !== 'identity') return skip(`already encoded (${enc})`);
+  const coding = h.getHeader('content-encoding');
+  if (coding !== undefined) {
+    const enc = headerString(coding).trim().toLowerCase();
+    if (enc !== '' && enc !== 'identity') return skip(`already encoded (${enc})`);
+  }
   if (noTransform(h)) return skip('no-transform');
-  // What Express and Fastify set for an HTML string, and most apps: no regex to run.
-  if (type === 'text/html; charset=utf-8') return 'utf8';
+  if (type === HTML_UTF8) return 'utf8';
   const m = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type);
   if (m === null) return 'ascii';
   const charset = m[1]!;
   if (!ASCII_COMPATIBLE.test(charset)) return skip(`charset ${charset} is not ASCII-compatible`);
   return charset === 'utf-8' || charset === 'utf8' ? 'utf8' : 'ascii';
+}
+
+const HTML_UTF8 = 'text/html; charset=utf-8';
+
+/** The media type of a lowercased Content-Type, without its parameters. */
+function mimeOf(type: string): string {
+  const semi = type.indexOf(';');
+  return (semi === -1 ? type : type.slice(0, semi)).trim();
 }
 
 /** The app asked that nothing between it and the client change the body (RFC 9111, 5.2.2.6). */
