@@ -1,5 +1,5 @@
 import { codedError, describe } from '../errors.js';
-import type { TimingJSON } from '../profile.js';
+import type { ProfileJSON, TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
@@ -34,7 +34,27 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
     throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
-  const metrics: string[] = [];
+  const total = `total;dur=${ms1(p.durationMs)}`;
+  // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
+  // metric, so it could drop a last short one that fits. The metrics are then joined as they are
+  // made, with no list of them to measure and join (1,150 of the bench page's header's 9,970
+  // instructions, bench/instructions/steps.js). A value that does not fit makes them again, as a
+  // list to cut.
+  const whole = metrics(p, null);
+  if (whole.length + total.length <= max) return whole + total;
+  const list: string[] = [];
+  metrics(p, list);
+  return fit(list, total, max);
+}
+
+const SEP = ', ';
+
+/**
+ * The metrics in their order: a metric per top-level step, per custom-timing category, the
+ * event loop's. Pushed onto `list`, or with none, returned as one string, each followed by `, `.
+ */
+function metrics(p: ProfileJSON, list: string[] | null): string {
+  let all = '';
   // Indexed loops over `children` and `custom` here and in collect: a leaf's `children` is the
   // shared frozen array (src/profile.ts), and for-of over arrays of both kinds left V8 calling the
   // generic array iterator (bench/RESULTS.md Run 15).
@@ -42,13 +62,20 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
     // DevTools shows only name and desc: say there that the step held the event loop.
-    if (c.blocking === true) metrics.push(metric(c.name, c.durationMs, `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)`));
-    else metrics.push(stepMetric(c.name, c.durationMs));
+    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)`));
+    else if (list === null) all += stepMetric(c.name, c.durationMs, 2);
+    else list.push(stepMetric(c.name, c.durationMs, 1));
   }
   const cats = collect(p.root, null);
-  if (cats !== null) for (const [cat, { sum, count }] of cats) metrics.push(metric(cat, sum, `${cat} (${count})`));
-  if (p.eventLoopDelayMs !== undefined) metrics.push(`event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
-  return fit(metrics, `total;dur=${ms1(p.durationMs)}`, max);
+  if (cats !== null) for (const [cat, { sum, count }] of cats) all = add(list, all, metric(cat, sum, `${cat} (${count})`));
+  if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
+  return all;
+}
+
+function add(list: string[] | null, all: string, m: string): string {
+  if (list === null) return all + m + SEP;
+  list.push(m);
+  return all;
 }
 
 /** Custom timings summed by category, in tree order; null (no Map made) when there are none. */
@@ -73,20 +100,25 @@ function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }
 
 /**
  * `metric(name, durationMs, name)`, with what depends on the name alone kept for the names that
- * come back (`load_user;dur=` and `;desc="load user"`), as token() keeps tokens: the metric is
- * then three strings joined, and the name is neither scanned nor quoted again.
+ * come back (`load_user;dur=`, `;desc="load user"`, and that with the `, ` after it), as token()
+ * keeps tokens: the metric is then three strings joined, and the name is neither scanned nor
+ * quoted again. `end` 1: the metric alone; 2: followed by `, `.
  */
-function stepMetric(name: string, durationMs: number): string {
-  if (name.length > MAX_KEPT_NAME) return metric(name, durationMs, name);
+function stepMetric(name: string, durationMs: number, end: 1 | 2): string {
+  if (name.length > MAX_KEPT_NAME) {
+    const m = metric(name, durationMs, name);
+    return end === 1 ? m : m + SEP;
+  }
   let parts = named.get(name);
   if (parts === undefined) {
     const tok = token(name);
-    parts = keep(named, name, [`${tok};dur=`, name === tok ? '' : `;desc="${quoted(name)}"`]);
+    const desc = name === tok ? '' : `;desc="${quoted(name)}"`;
+    parts = keep(named, name, [`${tok};dur=`, desc, desc + SEP]);
   }
-  return parts[0] + ms1(durationMs) + parts[1];
+  return parts[0] + ms1(durationMs) + parts[end];
 }
 
-const named = new Map<string, [string, string]>();
+const named = new Map<string, [string, string, string]>();
 
 function metric(name: string, durationMs: number, desc: string): string {
   const tok = token(name);
@@ -94,17 +126,8 @@ function metric(name: string, durationMs: number, desc: string): string {
   return desc === tok ? m : `${m};desc="${quoted(desc)}"`;
 }
 
+/** The metrics cut at metric boundaries to fit `max` with `total`, those dropped counted in `more`. */
 function fit(metrics: string[], total: string, max: number): string {
-  // Most values fit whole. Then no `more` metric needs room: the loop below reserved it at every
-  // metric (a string made per metric to measure it), and so could drop a last short metric for a
-  // `more` when both would have fitted.
-  let whole = total.length;
-  for (let i = 0; i < metrics.length; i++) whole += metrics[i]!.length + 2;
-  if (whole <= max) {
-    let all = '';
-    for (let i = 0; i < metrics.length; i++) all += `${metrics[i]}, `;
-    return all + total;
-  }
   let out = '';
   let i = 0;
   for (; i < metrics.length; i++) {
