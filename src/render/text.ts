@@ -34,7 +34,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   if (p.request !== undefined) {
     out += `Path: ${escapeText(p.request.method, ascii)} ${escapeText(p.request.path, ascii)}\n`;
   }
-  out += lines(p.root, 0, ascii);
+  out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
@@ -73,9 +73,10 @@ function msLine(ms: number): string {
   return f === undefined ? `${ms1(ms)}ms\n` : Math.floor(tenths / 10) + f;
 }
 
-function lines(t: TimingJSON, depth: number, ascii: boolean): string {
+/** `out` with the lines of `t` and of its subtree after it (appended to, not joined from parts). */
+function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
-  let out = marks + named(t.name, ascii);
+  out += marks + named(t.name, ascii);
   if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += msLine(t.durationMs);
   else {
     out += `${ms1(t.durationMs)}ms`;
@@ -98,7 +99,7 @@ function lines(t: TimingJSON, depth: number, ascii: boolean): string {
     }
   }
   const children = t.children;
-  for (let i = 0; i < children.length; i++) out += lines(children[i]!, depth + 1, ascii);
+  for (let i = 0; i < children.length; i++) out = lines(out, children[i]!, depth + 1, ascii);
   return out;
 }
 
