@@ -48,20 +48,28 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
 const MARKS = Array.from({ length: 16 }, (_, d) => '>'.repeat(d));
 
 /**
- * ` name = ` with the name escaped, kept for the names that come back (step names are mostly
- * literals): a line is then its marks, this, and its duration, three strings joined where the
- * template made six, and the name is not scanned again. Bounded as every kept name is
- * (src/render/kept.ts).
+ * A step line's start, its marks and ` name = ` with the name escaped, kept for the names that
+ * come back (step names are mostly literals, and come back at the same depth): a line is then
+ * this and its duration, two strings joined where the template made six, and the name is not
+ * scanned again. Kept with the depth it was made for; the same name at another depth makes it
+ * again. Bounded as every kept name is (src/render/kept.ts).
  */
-function named(name: string, ascii: boolean): string {
-  if (name.length > MAX_KEPT_NAME) return ` ${escapeText(name, ascii)} = `;
-  const kept = ascii ? namedAscii : namedUtf8;
+function lineStart(marks: string, name: string, depth: number, ascii: boolean): string {
+  if (name.length > MAX_KEPT_NAME) return `${marks} ${escapeText(name, ascii)} = `;
+  const kept = ascii ? startsAscii : startsUtf8;
+  const s = kept.get(name);
+  if (s !== undefined && s.depth === depth) return s.text;
   // Flat once, when kept, rather than walked as a tree each time a comment is copied out.
-  return kept.get(name) ?? keep(kept, name, flat(` ${escapeText(name, ascii)} = `));
+  return keep(kept, name, { depth, text: flat(`${marks} ${escapeText(name, ascii)} = `) }).text;
 }
 
-const namedUtf8 = new Map<string, string>();
-const namedAscii = new Map<string, string>();
+interface LineStart {
+  readonly depth: number;
+  readonly text: string;
+}
+
+const startsUtf8 = new Map<string, LineStart>();
+const startsAscii = new Map<string, LineStart>();
 
 const DOT_MS = ['.0ms\n', '.1ms\n', '.2ms\n', '.3ms\n', '.4ms\n', '.5ms\n', '.6ms\n', '.7ms\n', '.8ms\n', '.9ms\n'];
 
@@ -76,7 +84,7 @@ function msLine(ms: number): string {
 /** `out` with the lines of `t` and of its subtree after it (appended to, not joined from parts). */
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
-  out += marks + named(t.name, ascii);
+  out += lineStart(marks, t.name, depth, ascii);
   if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += msLine(t.durationMs);
   else {
     out += `${ms1(t.durationMs)}ms`;
