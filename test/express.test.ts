@@ -1117,14 +1117,16 @@ describe.each([
       const waiting = new Promise<void>((resolve) => (entered = resolve));
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
-      const pause = async () => {
+      let paused: http.ServerResponse | undefined;
+      const pause = async (res: http.ServerResponse) => {
+        paused = res;
         entered();
         await gate;
       };
       const pre: RequestHandler[] =
         kind === 'async-dev'
-          ? [mp({ isDeveloper: async () => (await pause(), true) })]
-          : [a(async (_req, _res, next) => (await pause(), next())), mp()];
+          ? [mp({ isDeveloper: async (req) => (await pause((req as unknown as { res: http.ServerResponse }).res), true) })]
+          : [a(async (_req, res, next) => (await pause(res), next())), mp()];
       let handled = false;
       const port = await start(pre, (app) =>
         app.get('/late', (_req, res) => {
@@ -1136,7 +1138,8 @@ describe.each([
       req.on('error', () => undefined);
       await waiting;
       req.destroy();
-      await sleep(20);
+      // Waited for, not slept on: on a busy machine the server saw the close after 20 ms.
+      await waitFor(() => paused!.destroyed, 3000, 'the server to see the client go');
       release();
       await waitFor(() => handled, 3000, 'handler ran');
       // Its 'close' had fired: a profile opened now would never be sealed (and would keep the
