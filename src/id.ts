@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 /**
  * A random (version 4) UUID from the same CSPRNG as `crypto.randomUUID()`, made as one flat
  * string. `randomUUID()` joins 20 pieces by concatenation, a tree that the profile must then
- * flatten (see `flat` in src/profile.ts), and refills its 2 KB of entropy every 128 ids. Per
+ * flatten (see `flat` in src/names.ts), and refills its 2 KB of entropy every 128 ids. Per
  * Fastify developer request, in a --cpu-prof of `bench/profile.js fastify dev-nostore`, the
  * UUID and its flattening took ~1.9 us of ~180 (bench/RESULTS.md Run 25).
  */

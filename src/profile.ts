@@ -517,7 +517,6 @@ function detach(root: TimingNode): void {
   }
 }
 
-
 /**
  * A user-supplied clock's reading as a number. Number() alone is not enough: an object whose
  * conversion throws (a `toString` that is not callable) would throw inside the app's request.

@@ -1,10 +1,30 @@
 const DOT = ['.0', '.1', '.2', '.3', '.4', '.5', '.6', '.7', '.8', '.9'];
 
+/** What follows {@link ms1}'s digits in a place that always adds the same text after them. */
+export interface Tenths {
+  readonly zero: string;
+  /** `.0` to `.9`, each with the suffix after it. */
+  readonly dots: readonly string[];
+  readonly suffix: string;
+}
+
+/** The table for {@link ms1With}: `suffix` joined to each tenth once, here, not per call. */
+export function tenths(suffix: string): Tenths {
+  return { zero: `0.0${suffix}`, dots: DOT.map((d) => d + suffix), suffix };
+}
+
+const PLAIN = tenths('');
+
 /** Milliseconds with exactly one decimal, without `toFixed` (this runs once per line). */
 export function ms1(ms: number): string {
-  if (!(ms > 0)) return '0.0';
+  return ms1With(ms, PLAIN);
+}
+
+/** `ms1(ms)` and then `t.suffix`, as one concatenation in the common case. */
+export function ms1With(ms: number, t: Tenths): string {
+  if (!(ms > 0)) return t.zero;
   const tenths = Math.round(ms * 10);
   // One number converted instead of two: this runs for every line of the comment and metric.
-  const f = DOT[tenths % 10];
-  return f === undefined ? `${Math.floor(tenths / 10)}.${tenths % 10}` : Math.floor(tenths / 10) + f;
+  const f = t.dots[tenths % 10];
+  return f === undefined ? `${Math.floor(tenths / 10)}.${tenths % 10}${t.suffix}` : Math.floor(tenths / 10) + f;
 }

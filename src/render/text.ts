@@ -1,7 +1,7 @@
 import type { ProfileJSON, TimingJSON } from '../profile.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
-import { ms1 } from './format.js';
+import { ms1, ms1With, tenths } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../names.js';
 
@@ -71,21 +71,14 @@ interface LineStart {
 const startsUtf8 = new Map<string, LineStart>();
 const startsAscii = new Map<string, LineStart>();
 
-const DOT_MS = ['.0ms\n', '.1ms\n', '.2ms\n', '.3ms\n', '.4ms\n', '.5ms\n', '.6ms\n', '.7ms\n', '.8ms\n', '.9ms\n'];
-
-/** `${ms1(ms)}ms\n`, the end of a step line without flags, as one concatenation. */
-function msLine(ms: number): string {
-  if (!(ms > 0)) return '0.0ms\n';
-  const tenths = Math.round(ms * 10);
-  const f = DOT_MS[tenths % 10];
-  return f === undefined ? `${ms1(ms)}ms\n` : Math.floor(tenths / 10) + f;
-}
+/** The end of a step line without flags: its duration, `ms` and the newline. */
+const MS_LINE = tenths('ms\n');
 
 /** `out` with the lines of `t` and of its subtree after it (appended to, not joined from parts). */
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += msLine(t.durationMs);
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += ms1With(t.durationMs, MS_LINE);
   else {
     out += `${ms1(t.durationMs)}ms`;
     if (t.error === true) out += ' (error)';
