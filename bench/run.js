@@ -101,8 +101,11 @@ function micro(bin) {
 // directly rather than as a quotient of two rows. `otel-view/dev-nostore` is that comparison like
 // for like: both render the comment and the header and keep nothing once the response is sent,
 // where `dev` (the default setup) also keeps the profile for the results pages and sends two link
-// headers, which OTel's view has no counterpart for.
-const HTTP_ROWS = ['none/none', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev', 'otel-view/dev-nostore'];
+// headers, which OTel's view has no counterpart for. `dev/dev` is the control for developer
+// servers: on Node 24 two identical ones split by up to ±27% per process (V8 grows each one's
+// young generation on its own schedule), where unprofiled ones agree within 3% (bench/RESULTS.md
+// Run 27). Its spread is what the developer rows' pairs can be read to.
+const HTTP_ROWS = ['none/none', 'dev/dev', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev', 'otel-view/dev-nostore'];
 // --only fastify:nondev,express:ref/dev runs a subset (`fw:B` is none/B; `fw` alone, all rows).
 // Other configurations of bench/http/server.js (dev-nostore against none, spin10) run only when named there.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
@@ -341,6 +344,7 @@ function budget(m, h) {
     // (bench/reference.js) the budget was set against.
     const pairOf = (r) => `${x(row('express', r))} / ${x(row('fastify', r))}`;
     if (row('express', 'none/none') || row('fastify', 'none/none')) out.push(`| for scale, not an item: the control, no profiler against no profiler, Express / Fastify | ${pairOf('none/none')} | - | - |`);
+    if (row('express', 'dev/dev') || row('fastify', 'dev/dev')) out.push(`| for scale, not an item: the control for developer servers, developer against developer, Express / Fastify | ${pairOf('dev/dev')} | - | - |`);
     if (row('express', 'hook/nondev') || row('fastify', 'hook/nondev')) out.push(`| for scale, not an item: the non-developer request against the empty hook alone, Express / Fastify | ${pairOf('hook/nondev')} | - | - |`);
     if (row('express', 'none/ref') || row('fastify', 'none/ref')) out.push(`| for scale, not an item: the reference profiler against none, Express / Fastify | ${pairOf('none/ref')} | - | - |`);
     if (row('express', 'ref/dev') || row('fastify', 'ref/dev')) out.push(`| for scale, not an item: miniprof's developer request against the reference, Express / Fastify | ${pairOf('ref/dev')} | - | - |`);

@@ -95,7 +95,8 @@ export async function sideBySide(framework, rows, rounds) {
  * servers every round. `pairs` fresh pairs of processes, each warmed by two unmeasured slices, then
  * `rounds` rounds. Pass two started loaders (`startLoader`) to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
- * loader's req/s, p50, p99 and errors and the server's CPU µs per request.
+ * loader's req/s, p50, p99 and errors, the server's CPU µs per request, and the size of its young
+ * generation at the end of the round.
  */
 export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
   async function round(servers, swap) {
@@ -108,7 +109,7 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
       const load = loads[(k - swap + 2) % 2];
       const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
       const n = Math.max(1, after[k].requests - before[k].requests);
-      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu };
+      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu, youngBytes: after[k].youngBytes };
     });
     return { a: sa, b: sb, wallUs };
   }

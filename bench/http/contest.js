@@ -98,10 +98,14 @@ const errors = measured.reduce((n, { a, b }) => n + a.errors + b.errors, 0);
 const version = bin === process.execPath ? process.version : execFileSync(bin, ['--version']).toString().trim();
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
 console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
-console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy |');
-console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+// The young generation's size is there because V8 grows it under load, each process on its own
+// schedule: on Node 24 for tens of seconds (to 128 MB here), and two identical developer servers
+// of one pair then differed by up to 27% in CPU per request (bench/RESULTS.md Run 27).
+const mb = (bytes) => (bytes === undefined ? '?' : String(Math.round(bytes / 1048576)));
+console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB |');
+console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {
-  console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% |`);
+  console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% | ${mb(a.youngBytes)} / ${mb(b.youngBytes)} |`);
 });
 const perPair = (xs) => pairMedians(measured, xs).map((x) => fmt(x)).join(', ');
 console.log(

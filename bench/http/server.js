@@ -2,6 +2,7 @@
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
 import { PerformanceObserver } from 'node:perf_hooks';
+import v8 from 'node:v8';
 import { direct, dist, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
@@ -105,8 +106,11 @@ let gcMs = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcMs += e.duration;
 }).observe({ entryTypes: ['gc'] });
+// The young generation's size, shown in bench/http/contest.js's table: V8 grows it under load on
+// each process's own schedule, and on Node 24 identical developer servers then split.
+const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, youngBytes: youngBytes() });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
