@@ -102,8 +102,8 @@ function micro(bin) {
 // for like: both render the comment and the header and keep nothing once the response is sent,
 // where `dev` (the default setup) also keeps the profile for the results pages and sends two link
 // headers, which OTel's view has no counterpart for. `dev/dev` is the control for developer
-// servers: on Node 24 two identical ones differ by up to 27% per process (V8 grows each one's
-// young generation on its own schedule), where unprofiled ones agree within 3% (bench/RESULTS.md
+// servers: on Node 24 two identical ones differ by up to 27% per process (it goes with V8's GC
+// schedule; non-developer ones split too), where unprofiled ones agree within 3% (bench/RESULTS.md
 // Run 27). Its spread is what the developer rows' pairs can be read to.
 const HTTP_ROWS = ['none/none', 'dev/dev', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev', 'otel-view/dev-nostore'];
 // --only fastify:nondev,express:ref/dev runs a subset (`fw:B` is none/B; `fw` alone, all rows).

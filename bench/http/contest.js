@@ -99,8 +99,9 @@ const version = bin === process.execPath ? process.version : execFileSync(bin, [
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
 console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
 // The young generation's size is there because V8 grows it under load, each process on its own
-// schedule: on Node 24 for tens of seconds (to 128 MB here), and two identical developer servers
-// of one pair then differed by up to 27% in CPU per request (bench/RESULTS.md Run 27).
+// schedule (on Node 24 for tens of seconds, to 128 MB here). On Node 24 two identical miniprof
+// servers of one pair differed by up to 27% in CPU per request, and only a fixed GC schedule
+// (a fixed young generation, `--predictable-gc-schedule`) made them agree (bench/RESULTS.md Run 27).
 const mb = (bytes) => (bytes === undefined ? '?' : String(Math.round(bytes / 1048576)));
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');

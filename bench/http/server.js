@@ -107,7 +107,7 @@ new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcMs += e.duration;
 }).observe({ entryTypes: ['gc'] });
 // The young generation's size, shown in bench/http/contest.js's table: V8 grows it under load on
-// each process's own schedule, and on Node 24 identical developer servers then split.
+// each process's own schedule, and on Node 24 identical miniprof servers split with it.
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
   if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, youngBytes: youngBytes() });
