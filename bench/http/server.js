@@ -72,6 +72,13 @@ const miniprofOptions = {
   ...JSON.parse(process.env.MP_OPTS || '{}'),
 };
 
+// KEEP_OBJECTS=n: every configuration keeps n small objects from start-up, as any real app keeps
+// far more than a bare bench page. On Node 24 a server a little over this edge splits from its
+// twin by up to 17% per process (V8's GC schedule) and a bare one never does, so setting `none`
+// against miniprof compared two regimes as well as two servers (bench/RESULTS.md Run 27). Not set
+// by bench/run.js. Read in the stats reply so the array outlives the module's evaluation.
+const kept = Array.from({ length: Number(process.env.KEEP_OBJECTS ?? 0) }, (_, i) => ({ i, s: `x${i}` }));
+
 const server = await servePage(framework, s, async (app) => {
   if (ours) {
     const { miniprof } = await import(dist(`adapters/${framework}.js`));
@@ -110,7 +117,7 @@ new PerformanceObserver((list) => {
 // each process's own schedule, and on Node 24 identical miniprof servers split with it.
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, youngBytes: youngBytes() });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, youngBytes: youngBytes(), kept: kept.length });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
