@@ -33,7 +33,8 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
   const given = headerString(h.getHeader('content-type'));
   // What Express and Fastify set for an HTML string, and most apps: no lowercase copy, no slices.
   const type = given === HTML_UTF8 ? given : given.toLowerCase();
-  const mime = type === HTML_UTF8 ? 'text/html' : mimeOf(type);
+  const common = type === HTML_UTF8;
+  const mime = common ? 'text/html' : mimeOf(type);
   if (mime !== 'text/html' && mime !== 'application/xhtml+xml') return skip(`content-type ${mime || 'unset'}`);
   const coding = h.getHeader('content-encoding');
   if (coding !== undefined) {
@@ -41,7 +42,7 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
     if (enc !== '' && enc !== 'identity') return skip(`already encoded (${enc})`);
   }
   if (noTransform(h)) return skip('no-transform');
-  if (type === HTML_UTF8) return 'utf8';
+  if (common) return 'utf8';
   const m = /;\s*charset\s*=\s*"?([^";\s]+)/.exec(type);
   if (m === null) return 'ascii';
   const charset = m[1]!;
