@@ -3,11 +3,11 @@
 // latest.json).
 //
 //   node bench/run.js [--quick] [--micro | --http] [--rounds N] [--pairs N] [--slice SECONDS]
-//                     [--micro-ms MS] [--connections N] [--only ROWS] [--node PATH]... [--no-node24]
+//                     [--micro-ms MS] [--connections N] [--keep N] [--only ROWS] [--node PATH]... [--no-node24]
 //   node bench/run.js --render bench/results/latest.json   # an earlier run's report again
 //
 // Env: MINIPROF_BENCH_ROUNDS, MINIPROF_BENCH_PAIRS, MINIPROF_BENCH_SLICE, MINIPROF_BENCH_MICRO_MS,
-// MINIPROF_BENCH_CONNECTIONS, MINIPROF_BENCH_ONLY, MINIPROF_BENCH_NODE24.
+// MINIPROF_BENCH_CONNECTIONS, MINIPROF_BENCH_KEEP, MINIPROF_BENCH_ONLY, MINIPROF_BENCH_NODE24.
 // Noise control: one child process per micro contender (ratios to baselines measured in that same
 // process). HTTP: each row is two servers under load at the same time, pinned together to CPU 0,
 // each loaded by its own autocannon process on CPU 1 (bench/http/contest.js says why: loaded in
@@ -37,6 +37,16 @@ const pairs = Number(opt('--pairs', 'MINIPROF_BENCH_PAIRS', quick ? 1 : 3));
 const slice = Number(opt('--slice', 'MINIPROF_BENCH_SLICE', quick ? 1 : 3));
 const microMs = Number(opt('--micro-ms', 'MINIPROF_BENCH_MICRO_MS', quick ? 150 : 300));
 const connections = Number(opt('--connections', 'MINIPROF_BENCH_CONNECTIONS', 25));
+// Every HTTP server, whatever its configuration, keeps this many small objects from start-up
+// (bench/http/server.js KEEP_OBJECTS; `--keep 0` for the bare page of Runs 1-27). On Node 24 a
+// bare page sits just under an edge in V8's GC heuristics that registering miniprof, or keeping
+// ~1 MB more, goes over: set against a bare `none`, a row compared two GC regimes as well as two
+// servers (a non-developer server started first came out 0.80-0.86, otherwise 0.96-0.97). With
+// every server over the edge, as any real app is, that row's pairs agreed within 0.95-0.985
+// (bench/RESULTS.md Runs 27-28).
+const keep = Number(opt('--keep', 'MINIPROF_BENCH_KEEP', 20000));
+if (!Number.isInteger(keep) || keep < 0) throw new Error(`--keep must be a whole number of objects, got ${opt('--keep', 'MINIPROF_BENCH_KEEP', '')}`);
+const serverEnv = keep > 0 ? { KEEP_OBJECTS: String(keep) } : undefined;
 
 const nodes = [];
 for (let i = 0; i < argv.length; i++) if (argv[i] === '--node') nodes.push(argv[++i]);
@@ -120,7 +130,7 @@ for (const fw of ['express', 'fastify']) {
 }
 
 async function check(bin, framework, config) {
-  const { cp, first } = await startServer(bin, framework, config);
+  const { cp, first } = await startServer(bin, framework, config, { env: serverEnv });
   try {
     const res = await fetch(`http://127.0.0.1:${first.port}/`);
     const body = await res.text();
@@ -148,7 +158,11 @@ async function http(bin) {
       for (const row of rows) {
         const [a, b] = row.split('/');
         log(`http ${versionOf(bin)} ${framework} ${a} against ${b}: ${pairs} pair(s) x ${rounds} round(s) of ${slice} s (load ${load()})`);
-        (raw[framework] ??= {})[row] = await contest({ bin, framework, a: { config: a }, b: { config: b }, pairs, rounds, seconds: slice, connections, loaders });
+        const m = await contest({ bin, framework, a: { config: a, env: serverEnv }, b: { config: b, env: serverEnv }, pairs, rounds, seconds: slice, connections, loaders });
+        // The servers say what they keep: a row whose env did not reach them compares other regimes.
+        const off = m.find((x) => x.a.kept !== keep || x.b.kept !== keep);
+        if (off !== undefined) throw new Error(`${framework} ${row}: servers kept ${off.a.kept} / ${off.b.kept} objects, not ${keep}`);
+        (raw[framework] ??= {})[row] = m;
       }
     }
   } finally {
@@ -391,7 +405,7 @@ function report(json) {
   const md = [
     `# miniprof benchmarks`,
     '',
-    `${json.started} - \`node bench/run.js ${json.argv.join(' ')}\` - micro: ${json.rounds} round(s) of ${json.microMs} ms per row; HTTP: ${json.pairs} pair(s) of servers per row, ${json.rounds} round(s) of ${json.slice} s at ${json.connections} connections per server` +
+    `${json.started} - \`node bench/run.js ${json.argv.join(' ')}\` - micro: ${json.rounds} round(s) of ${json.microMs} ms per row; HTTP: ${json.pairs} pair(s) of servers per row, ${json.rounds} round(s) of ${json.slice} s at ${json.connections} connections per server, every server keeping ${(json.keep ?? 0).toLocaleString('en-US')} objects from start-up` +
       ` - taskset ${json.taskset ? 'yes (servers CPU 0, autocannon CPU 1)' : 'not available'} - load average at start ${json.loadBefore}`,
     '',
   ];
@@ -420,7 +434,7 @@ if (render !== '') {
 }
 
 const started = new Date();
-const json = { started: started.toISOString(), argv, rounds, pairs, slice, microMs, connections, taskset, loadBefore: load(), runs: [] };
+const json = { started: started.toISOString(), argv, rounds, pairs, slice, microMs, connections, keep, taskset, loadBefore: load(), runs: [] };
 for (const bin of nodes) {
   const m = doMicro ? micro(bin) : null;
   const h = doHttp ? await http(bin) : null;

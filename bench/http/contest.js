@@ -1,5 +1,5 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
-// [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]`:
+// [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]`:
 // two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
 // SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
@@ -56,15 +56,21 @@ const jsonOf = (name, array) => {
   if (!ok) throw new Error(`${name} must be a JSON ${array ? 'array of strings' : 'object'}, got ${v}`);
   return o;
 };
-const envA = jsonOf('--env-a', false);
-const envB = jsonOf('--env-b', false);
+// `--keep N`: both servers keep N small objects from start-up (server.js KEEP_OBJECTS), as
+// bench/run.js's rows do (20,000 by default there; here 0 unless given). --env-* go on top.
+const keepArg = named.get('--keep');
+const keepEnv = keepArg === undefined ? {} : { KEEP_OBJECTS: String(keepArg) };
+if (keepArg !== undefined && !/^\d+$/.test(keepArg)) throw new Error(`--keep must be a whole number of objects, got ${keepArg}`);
+const withKeep = (env) => (keepArg === undefined && env === undefined ? undefined : { ...keepEnv, ...env });
+const envA = withKeep(jsonOf('--env-a', false));
+const envB = withKeep(jsonOf('--env-b', false));
 const flagsA = jsonOf('--flags-a', true);
 const flagsB = jsonOf('--flags-b', true);
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]');
+  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');

@@ -75,9 +75,12 @@ const miniprofOptions = {
 // KEEP_OBJECTS=n: every configuration keeps n small objects from start-up, as any real app keeps
 // far more than a bare bench page. On Node 24 a server a little over this edge splits from its
 // twin by up to 17% per process (V8's GC schedule) and a bare one never does, so setting `none`
-// against miniprof compared two regimes as well as two servers (bench/RESULTS.md Run 27). Not set
-// by bench/run.js. Read in the stats reply so the array outlives the module's evaluation.
-const kept = Array.from({ length: Number(process.env.KEEP_OBJECTS ?? 0) }, (_, i) => ({ i, s: `x${i}` }));
+// against miniprof compared two regimes as well as two servers (bench/RESULTS.md Run 27).
+// bench/run.js sets 20,000 for every server (its `--keep`). Read in the stats reply so the array
+// outlives the module's evaluation.
+const keepObjects = Number(process.env.KEEP_OBJECTS ?? 0);
+if (!Number.isInteger(keepObjects) || keepObjects < 0) throw new Error(`KEEP_OBJECTS must be a whole number, got ${process.env.KEEP_OBJECTS}`);
+const kept = Array.from({ length: keepObjects }, (_, i) => ({ i, s: `x${i}` }));
 
 const server = await servePage(framework, s, async (app) => {
   if (ours) {
