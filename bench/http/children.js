@@ -109,7 +109,7 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
       const load = loads[(k - swap + 2) % 2];
       const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
       const n = Math.max(1, after[k].requests - before[k].requests);
-      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu, youngBytes: after[k].youngBytes, kept: after[k].kept };
+      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu, youngBytes: after[k].youngBytes };
     });
     return { a: sa, b: sb, wallUs };
   }
