@@ -96,7 +96,8 @@ export async function sideBySide(framework, rows, rounds) {
  * `rounds` rounds. Pass two started loaders (`startLoader`) to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
  * loader's req/s, p50, p99 and errors, the server's CPU µs per request, and the size of its young
- * generation at the end of the round.
+ * generation at the end of the round, and its GC pauses per request (all, and mark-compact's
+ * alone) with the round's count of mark-compacts.
  */
 export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
   async function round(servers, swap) {
@@ -109,7 +110,18 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
       const load = loads[(k - swap + 2) % 2];
       const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
       const n = Math.max(1, after[k].requests - before[k].requests);
-      return { rps: load.rps, p50: load.p50, p99: load.p99, errors: load.errors + load.non2xx, cpuUs: cpu / n, cpuTotal: cpu, youngBytes: after[k].youngBytes };
+      return {
+        rps: load.rps,
+        p50: load.p50,
+        p99: load.p99,
+        errors: load.errors + load.non2xx,
+        cpuUs: cpu / n,
+        cpuTotal: cpu,
+        youngBytes: after[k].youngBytes,
+        gcUs: ((after[k].gcMs - before[k].gcMs) * 1000) / n,
+        majorGcUs: ((after[k].majorGcMs - before[k].majorGcMs) * 1000) / n,
+        majorGcs: after[k].majorGcs - before[k].majorGcs,
+      };
     });
     return { a: sa, b: sb, wallUs };
   }

@@ -109,13 +109,21 @@ console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) 
 // servers of one pair differed by up to 27% in CPU per request, and only a fixed GC schedule
 // (a fixed young generation, `--predictable-gc-schedule`) made them agree (bench/RESULTS.md Run 27).
 const mb = (bytes) => (bytes === undefined ? '?' : String(Math.round(bytes / 1048576)));
-console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB |');
-console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+// GC pauses per request as the servers' PerformanceObserver saw them (main thread only), all and
+// mark-compact's alone, with the round's count of mark-compacts: what a server's kept heap costs
+// every request (bench/RESULTS.md Run 29).
+console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB | GC µs/req A / B | of it mark-compact A / B (count) |');
+console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {
-  console.log(`| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% | ${mb(a.youngBytes)} / ${mb(b.youngBytes)} |`);
+  console.log(
+    `| ${pairOf[i] + 1} | ${(i % rounds) + 1} | ${Math.round(a.rps)} | ${Math.round(b.rps)} | ${fmt(a.cpuUs, 1)} | ${fmt(b.cpuUs, 1)} | ${fmt(rps[i])} | ${fmt(cpu[i])} | ${Math.round(busy[i] * 100)}% | ${mb(a.youngBytes)} / ${mb(b.youngBytes)} | ` +
+      `${fmt(a.gcUs, 2)} / ${fmt(b.gcUs, 2)} | ${fmt(a.majorGcUs, 2)} / ${fmt(b.majorGcUs, 2)} (${a.majorGcs} / ${b.majorGcs}) |`,
+  );
 });
 const perPair = (xs) => pairMedians(measured, xs).map((x) => fmt(x)).join(', ');
 console.log(
   `\nB against A: CPU per request ×${fmt(median(cpu))} (A's CPU µs per request over B's, below 1 when B costs more; median of ${measured.length} rounds; each pair's median: ${perPair(cpu)}), ` +
     `throughput ×${fmt(median(rps))} (each pair's median: ${perPair(rps)})${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
 );
+const gcOf = (side, key) => fmt(median(measured.map((m) => m[side][key])), 2);
+console.log(`GC µs per request, median of rounds: A ${gcOf('a', 'gcUs')} (mark-compact ${gcOf('a', 'majorGcUs')}), B ${gcOf('b', 'gcUs')} (mark-compact ${gcOf('b', 'majorGcUs')})`);

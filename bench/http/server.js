@@ -1,7 +1,7 @@
 // `node bench/http/server.js <express|fastify> <config>`: one server on 127.0.0.1:0, started by
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
-import { PerformanceObserver } from 'node:perf_hooks';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { direct, dist, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
@@ -112,15 +112,27 @@ const server = await servePage(framework, s, async (app) => {
 let requests = 0;
 server.on('request', () => requests++);
 // Main-thread GC pauses, so a table can show what garbage kept alive costs (bench/RESULTS.md Run 8).
+// Mark-compact apart (its pause and the incremental marking before it): its marking walks the
+// whole live heap, so its share grows with what a server keeps (its own code and data included),
+// where a scavenge's does not. Only main-thread pauses: V8's concurrent marking runs on helper
+// threads, whose CPU is in cpuUsage() but not here.
 let gcMs = 0;
+let majorGcMs = 0;
+let majorGcs = 0;
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) gcMs += e.duration;
+  for (const e of list.getEntries()) {
+    gcMs += e.duration;
+    const kind = e.detail?.kind ?? e.kind;
+    // Incremental marking's steps on the main thread belong to the mark-compact they lead to.
+    if (kind === constants.NODE_PERFORMANCE_GC_MAJOR || kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) majorGcMs += e.duration;
+    if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
+  }
 }).observe({ entryTypes: ['gc'] });
 // The young generation's size, shown in bench/http/contest.js's table: V8 grows it under load on
 // each process's own schedule, and on Node 24 identical miniprof servers split with it.
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, youngBytes: youngBytes(), kept: kept.length });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, majorGcMs, majorGcs, youngBytes: youngBytes(), kept: kept.length });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
