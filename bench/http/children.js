@@ -97,7 +97,7 @@ export async function sideBySide(framework, rows, rounds) {
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
  * loader's req/s, p50, p99 and errors, the server's CPU µs per request, and the size of its young
  * generation at the end of the round, and its GC pauses per request (all, and mark-compact's
- * alone) with the round's count of mark-compacts.
+ * alone) with the round's count of mark-compacts and its scavenges per 1,000 requests.
  */
 export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
   async function round(servers, swap) {
@@ -121,6 +121,7 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
         gcUs: ((after[k].gcMs - before[k].gcMs) * 1000) / n,
         majorGcUs: ((after[k].majorGcMs - before[k].majorGcMs) * 1000) / n,
         majorGcs: after[k].majorGcs - before[k].majorGcs,
+        scavengesPer1000: ((after[k].minorGcs - before[k].minorGcs) * 1000) / n,
       };
     });
     return { a: sa, b: sb, wallUs };

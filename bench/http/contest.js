@@ -126,4 +126,7 @@ console.log(
     `throughput ×${fmt(median(rps))} (each pair's median: ${perPair(rps)})${errors > 0 ? `; ${errors} errors or non-2xx` : ''}`,
 );
 const gcOf = (side, key) => fmt(median(measured.map((m) => m[side][key])), 2);
-console.log(`GC µs per request, median of rounds: A ${gcOf('a', 'gcUs')} (mark-compact ${gcOf('a', 'majorGcUs')}), B ${gcOf('b', 'gcUs')} (mark-compact ${gcOf('b', 'majorGcUs')})`);
+console.log(
+  `GC µs per request, median of rounds: A ${gcOf('a', 'gcUs')} (mark-compact ${gcOf('a', 'majorGcUs')}), B ${gcOf('b', 'gcUs')} (mark-compact ${gcOf('b', 'majorGcUs')}); ` +
+    `scavenges per 1,000 requests: A ${gcOf('a', 'scavengesPer1000')}, B ${gcOf('b', 'scavengesPer1000')}`,
+);

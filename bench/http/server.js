@@ -119,6 +119,7 @@ server.on('request', () => requests++);
 let gcMs = 0;
 let majorGcMs = 0;
 let majorGcs = 0;
+let minorGcs = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) {
     gcMs += e.duration;
@@ -126,13 +127,14 @@ new PerformanceObserver((list) => {
     // Incremental marking's steps on the main thread belong to the mark-compact they lead to.
     if (kind === constants.NODE_PERFORMANCE_GC_MAJOR || kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) majorGcMs += e.duration;
     if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorGcs++;
+    else if (kind === constants.NODE_PERFORMANCE_GC_MINOR) minorGcs++;
   }
 }).observe({ entryTypes: ['gc'] });
 // The young generation's size, shown in bench/http/contest.js's table: V8 grows it under load on
 // each process's own schedule, and on Node 24 identical miniprof servers split with it.
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, majorGcMs, majorGcs, youngBytes: youngBytes(), kept: kept.length });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, majorGcMs, majorGcs, minorGcs, youngBytes: youngBytes(), kept: kept.length });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
