@@ -40,14 +40,31 @@ export function ask(cp, msg) {
   });
 }
 
-/** One slice of load against `port`: the loader's numbers, and the server's CPU and GC pauses per request. */
+/**
+ * What a server spent between two of its stats replies (bench/http/server.js), per request it
+ * served in between: CPU (all, and system time), main-thread GC pauses (all, and mark-compact's),
+ * the count of mark-compacts and the scavenges per 1,000 requests.
+ */
+function perRequest(a, b) {
+  const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
+  const n = Math.max(1, b.requests - a.requests);
+  return {
+    cpuUs: cpu / n,
+    cpuTotal: cpu,
+    sysUs: (b.cpu.system - a.cpu.system) / n,
+    gcUs: ((b.gcMs - a.gcMs) * 1000) / n,
+    majorGcUs: ((b.majorGcMs - a.majorGcMs) * 1000) / n,
+    majorGcs: b.majorGcs - a.majorGcs,
+    scavengesPer1000: ((b.minorGcs - a.minorGcs) * 1000) / n,
+  };
+}
+
+/** One slice of load against `port`: the loader's numbers, and what the server spent per request (perRequest). */
 export async function slice(server, port, loader, seconds, connections) {
   const a = await ask(server, { cmd: 'stats' });
   const r = await ask(loader, { url: `http://127.0.0.1:${port}/`, seconds, connections });
   const b = await ask(server, { cmd: 'stats' });
-  const cpu = b.cpu.user + b.cpu.system - a.cpu.user - a.cpu.system;
-  const n = Math.max(1, b.requests - a.requests);
-  return { ...r, cpuUs: cpu / n, sysUs: (b.cpu.system - a.cpu.system) / n, gcUs: ((b.gcMs - a.gcMs) * 1000) / n };
+  return { ...r, ...perRequest(a, b) };
 }
 
 export const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
@@ -95,9 +112,8 @@ export async function sideBySide(framework, rows, rounds) {
  * servers every round. `pairs` fresh pairs of processes, each warmed by two unmeasured slices, then
  * `rounds` rounds. Pass two started loaders (`startLoader`) to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
- * loader's req/s, p50, p99 and errors, the server's CPU µs per request, and the size of its young
- * generation at the end of the round, and its GC pauses per request (all, and mark-compact's
- * alone) with the round's count of mark-compacts and its scavenges per 1,000 requests.
+ * loader's req/s, p50, p99 and errors, the size of the server's young generation at the end of
+ * the round, and what the server spent per request in it (perRequest: CPU, GC pauses).
  */
 export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
   async function round(servers, swap) {
@@ -108,20 +124,13 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
     const after = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
     const [sa, sb] = servers.map((_, k) => {
       const load = loads[(k - swap + 2) % 2];
-      const cpu = after[k].cpu.user + after[k].cpu.system - before[k].cpu.user - before[k].cpu.system;
-      const n = Math.max(1, after[k].requests - before[k].requests);
       return {
         rps: load.rps,
         p50: load.p50,
         p99: load.p99,
         errors: load.errors + load.non2xx,
-        cpuUs: cpu / n,
-        cpuTotal: cpu,
         youngBytes: after[k].youngBytes,
-        gcUs: ((after[k].gcMs - before[k].gcMs) * 1000) / n,
-        majorGcUs: ((after[k].majorGcMs - before[k].majorGcMs) * 1000) / n,
-        majorGcs: after[k].majorGcs - before[k].majorGcs,
-        scavengesPer1000: ((after[k].minorGcs - before[k].minorGcs) * 1000) / n,
+        ...perRequest(before[k], after[k]),
       };
     });
     return { a: sa, b: sb, wallUs };

@@ -111,8 +111,9 @@ console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) 
 const mb = (bytes) => (bytes === undefined ? '?' : String(Math.round(bytes / 1048576)));
 // GC pauses per request as the servers' PerformanceObserver saw them (main thread only), all and
 // mark-compact's alone, with the round's count of mark-compacts (and, below, scavenges per 1,000
-// requests), so that a row's difference can be set against what its GC took: in Run 29 a
-// registered miniprof's Express servers lost about what their scavenges took longer.
+// requests), so that a row's difference can be set against what its GC took. In Run 29 the
+// scavenges of Express servers with miniprof registered took 1.7-3.6 µs per request longer in
+// some rows, about what those servers lost, and 0.9 µs longer in one where they lost 5.7 µs.
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB | GC µs/req A / B | of it mark-compact A / B (count) |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {
