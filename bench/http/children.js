@@ -110,12 +110,12 @@ export async function sideBySide(framework, rows, rounds) {
  * why): A and B (`{ config, env, execArgv }`) pinned together to CPU 0, each loaded by its own
  * autocannon process on CPU 1 (`connections` each, `seconds` per slice), the loaders swapping
  * servers every round. `pairs` fresh pairs of processes, each warmed by two unmeasured slices, then
- * `rounds` rounds. Pass two started loaders (`startLoader`) to reuse them across contests.
+ * `rounds` rounds (after `idleMs` of both servers idling, default 0). Pass two started loaders (`startLoader`) to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
  * loader's req/s, p50, p99 and errors, the size of the server's young generation at the end of
  * the round, and what the server spent per request in it (perRequest: CPU, GC pauses).
  */
-export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders }) {
+export async function contest({ bin = process.execPath, framework, a, b, pairs, rounds, seconds, connections, loaders, idleMs = 0 }) {
   async function round(servers, swap) {
     const before = await Promise.all(servers.map((s) => ask(s.cp, { cmd: 'stats' })));
     const t0 = process.hrtime.bigint();
@@ -146,6 +146,8 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
         started.push({ cp, port: first.port });
       }
       const servers = p % 2 === 0 ? started : [started[1], started[0]];
+      // `idleMs`: both servers up and idle this long before any load (contest.js --idle-ms).
+      if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
       // Two full slices, not measured: with 1 s each, a developer server's first measured round
       // still came out 20-30% below its next two, in every pair (Express on Node 20 runs only
       // ~2,000 requests a second here).

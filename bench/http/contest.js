@@ -1,5 +1,5 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
-// [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]`:
+// [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]`:
 // two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
 // time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
 // SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
@@ -23,7 +23,9 @@
 // configuration (`--env-b '{"MINIPROF_BENCH_DIST":"scratch/var-x"}'`), or one of server.js's
 // switches (`MP_COUNTER_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON array) are node
 // flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which NODE_OPTIONS
-// does not take.
+// does not take. `--idle-ms N` leaves both servers idle N ms after both have started, before the
+// first load (default 0: the load starts once the second is up, so the first has idled through
+// its twin's start-up, about 1 s).
 //
 // Why fresh pairs: a server process can run 10-20% slower than another of the same build and
 // configuration, in every round of its life, while its rounds agree within 1-2%. Seen in about one
@@ -66,11 +68,13 @@ const envA = withKeep(jsonOf('--env-a', false));
 const envB = withKeep(jsonOf('--env-b', false));
 const flagsA = jsonOf('--flags-a', true);
 const flagsB = jsonOf('--flags-b', true);
+const idleArg = named.get('--idle-ms') ?? '0';
+if (!/^\d+$/.test(idleArg)) throw new Error(`--idle-ms must be a whole number of milliseconds, got ${idleArg}`);
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON]');
+  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');
@@ -90,6 +94,7 @@ try {
     seconds,
     connections: CONNECTIONS,
     loaders,
+    idleMs: Number(idleArg),
   });
 } finally {
   for (const l of loaders) l.send({ cmd: 'exit' });
@@ -103,7 +108,7 @@ const busy = measured.map(({ a, b, wallUs }) => (a.cpuTotal + b.cpuTotal) / wall
 const errors = measured.reduce((n, { a, b }) => n + a.errors + b.errors, 0);
 const version = bin === process.execPath ? process.version : execFileSync(bin, ['--version']).toString().trim();
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
-console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each, ${new Date().toISOString()}\n`);
+console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each${idleArg !== '0' ? `, ${idleArg} ms idle before load` : ''}, ${new Date().toISOString()}\n`);
 // The young generation's size is there because V8 grows it under load, each process on its own
 // schedule (on Node 24 for tens of seconds, to 128 MB here). On Node 24 two identical miniprof
 // servers of one pair differed by up to 27% in CPU per request, and only a fixed GC schedule
