@@ -10,7 +10,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const ENTRY_FILES = ['dist/src/index.js', 'dist/adapters/express.js', 'dist/adapters/fastify.js'];
+// What the package's exports point at: the bundles scripts/bundle.mjs makes of tsc's modules.
+const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js'];
 
 /** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
 const EXPORTS: Record<string, string[]> = {
@@ -105,6 +106,46 @@ console.log(JSON.stringify(out));`,
       defaults: [true, true, 'function', 'function'],
       pkg: 'miniprof',
     });
+  });
+
+  test('the entries are bundles: their imports are node: builtins, fastify-plugin and their own shared chunks, never tsc\'s modules', () => {
+    // With tsc's 38 modules loaded, a Fastify server spent 2-3% more CPU on every request, miniprof
+    // registered or not (bench/RESULTS.md Run 30). An entry that imports ../src/… brings them back.
+    const bundle = join(ROOT, 'dist', 'bundle');
+    const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    const imports = new Set<string>();
+    for (const f of files) {
+      for (const m of readFileSync(join(bundle, f), 'utf8').matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*"([^"]+)"|^import\s*"([^"]+)"/gms)) {
+        const spec = m[1] ?? m[2]!;
+        imports.add(spec.startsWith('.') ? `${f.includes('/') ? 'chunk' : 'entry'} -> ${spec.replace(/chunk-[A-Z0-9]+\.js$/, 'chunk-*.js')}` : spec);
+      }
+    }
+    expect([...imports].sort()).toEqual([
+      'chunk -> ./chunk-*.js',
+      'entry -> ./chunks/chunk-*.js',
+      'fastify-plugin',
+      'node:async_hooks',
+      'node:crypto',
+      'node:diagnostics_channel',
+      'node:http',
+      'node:os',
+      'node:perf_hooks',
+      'node:util',
+    ]);
+    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js']);
+  });
+
+  test('npm publishes the bundles and the type declarations, not tsc\'s modules', () => {
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const paths: string[] = JSON.parse(r.stdout)[0].files.map((f: { path: string }) => f.path);
+    const js = paths.filter((p) => p.endsWith('.js'));
+    expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
+    expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual(ENTRY_FILES.slice().sort());
+    // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
+    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/src/http/config.d.ts', 'dist/src/profile.d.ts']) {
+      expect(paths).toContain(d);
+    }
   });
 
   test('internals are not reachable: only the three entries and package.json are exported', () => {

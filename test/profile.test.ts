@@ -369,7 +369,7 @@ describe('seal and retention', () => {
     expect(profile.sealed).toBe(true);
   });
 
-  const dist = resolve(import.meta.dirname, '../dist/src/index.js');
+  const dist = resolve(import.meta.dirname, '../dist/bundle/index.js');
   test(
     'D4: 500 requests each leaking a setInterval retain < 1 MB (child process, --expose-gc, built dist/)',
     () => {
