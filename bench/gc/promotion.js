@@ -15,7 +15,7 @@ import http from 'node:http';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { direct, dist, servePage } from '../http/page.js';
+import { direct, entry, servePage } from '../http/page.js';
 
 if (typeof globalThis.gc !== 'function') {
   // Re-run with the flags this needs, so the command line stays plain.
@@ -28,11 +28,11 @@ if (!['express', 'fastify'].includes(framework) || !['none', 'nondev', 'dev'].in
   throw new Error('usage: promotion.js <express|fastify> <none|nondev|dev> [requests]');
 }
 const opts = { isDeveloper: () => config === 'dev', machine: 'bench', ...JSON.parse(process.env.MP_OPTS || '{}') };
-const s = config === 'none' || process.env.MP_DIRECT === '1' ? direct : (await import(dist('src/index.js'))).step;
+const s = config === 'none' || process.env.MP_DIRECT === '1' ? direct : (await import(entry('index'))).step;
 
 const server = await servePage(framework, s, async (app) => {
   if (config === 'none') return;
-  const { miniprof } = await import(dist(`adapters/${framework}.js`));
+  const { miniprof } = await import(entry(framework));
   if (framework === 'express') app.use(miniprof(opts));
   else await app.register(miniprof, opts);
 });

@@ -39,6 +39,13 @@ export function emptyHook(framework, app) {
 /** A module of the build under test: `dist/`, or MINIPROF_BENCH_DIST (a copy of it with a change). */
 const distRoot = process.env.MINIPROF_BENCH_DIST ?? new URL('../../dist/', import.meta.url).pathname;
 export const dist = (p) => pathToFileURL(`${distRoot.replace(/\/$/, '')}/${p}`).href;
+/**
+ * One of the package's entries as users load it (`index`, `express` or `fastify`): the bundle that
+ * `npm run build` makes of the build's modules (scripts/bundle.mjs; for a copy of dist/, run
+ * `node scripts/bundle.mjs <copy>`). The micro and instruction benches that reach into internals
+ * (context, profile, options) load the modules instead, all from one tree.
+ */
+export const entry = (name) => dist(`bundle/${name}.js`);
 
 /**
  * The page as every bench serves it: Express (ETags off) or Fastify on 127.0.0.1, a free port.

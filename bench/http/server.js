@@ -3,7 +3,7 @@
 // time and request count, so CPU per request is the server's alone.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
-import { direct, dist, emptyHook, otelCollector, otelStep, servePage } from './page.js';
+import { direct, entry, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
@@ -22,7 +22,7 @@ let view;
 // kept for the results pages and no link headers, the features the reference profiler lacks.
 const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev';
 if (ours) {
-  s = (await import(dist('src/index.js'))).step;
+  s = (await import(entry('index'))).step;
   // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost;
   // the same for the reference).
   if (process.env.MP_DIRECT === '1') s = direct;
@@ -84,7 +84,7 @@ const kept = Array.from({ length: keepObjects }, (_, i) => ({ i, s: `x${i}` }));
 
 const server = await servePage(framework, s, async (app) => {
   if (ours) {
-    const { miniprof } = await import(dist(`adapters/${framework}.js`));
+    const { miniprof } = await import(entry(framework));
     if (framework === 'express') app.use(miniprof(miniprofOptions));
     else await app.register(miniprof, miniprofOptions);
   } else if (config === 'ref') {

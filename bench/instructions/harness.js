@@ -22,7 +22,7 @@
 import http from 'node:http';
 import { getter } from './get.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { direct, dist, emptyHook, servePage } from '../http/page.js';
+import { direct, entry, emptyHook, servePage } from '../http/page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
 
@@ -44,7 +44,7 @@ if (!['express', 'fastify'].includes(framework) || !(config in CONFIGS) || !(Num
 }
 const extra = CONFIGS[config];
 const s =
-  config === 'ref' ? (process.env.MP_DIRECT === '1' ? direct : referencePageStep) : extra !== null && config !== 'open' ? (await import(dist('src/index.js'))).step : direct;
+  config === 'ref' ? (process.env.MP_DIRECT === '1' ? direct : referencePageStep) : extra !== null && config !== 'open' ? (await import(entry('index'))).step : direct;
 // FAKE_CLOCK=1: every reading 13 us after the last. Under valgrind real durations are ~50x longer
 // and vary run to run, and with them the profile's shape (blocking flags, overlaps, digits), so
 // its cost; a counter makes each request's profile the same. It also leaves out the event-loop
@@ -65,7 +65,7 @@ const server = await servePage(framework, s, async (app) => {
   if (config === 'ref') await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   if (config === 'hook') emptyHook(framework, app);
   if (extra === null) return;
-  const { miniprof } = await import(dist(`adapters/${framework}.js`));
+  const { miniprof } = await import(entry(framework));
   if (framework === 'express') app.use(miniprof(options));
   else await app.register(miniprof, options);
 });
@@ -82,7 +82,7 @@ if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 if (extra !== null && config !== 'nondev' && config !== 'visited' && process.env.KEEP_OPEN === '1') {
   // On a counter clock too: on the real one it would run the event-loop sampler, whose ticks per
   // request depend on how fast valgrind runs that minute.
-  void (await import(dist('src/index.js'))).withProfile('keep-open', () => new Promise(() => {}), { clock: () => 0 });
+  void (await import(entry('index'))).withProfile('keep-open', () => new Promise(() => {}), { clock: () => 0 });
 }
 
 const inFlight = Number(process.env.IN_FLIGHT ?? 25);
