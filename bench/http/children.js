@@ -109,8 +109,9 @@ export async function sideBySide(framework, rows, rounds) {
  * Two servers under load at the same time (the method of bench/http/contest.js, which explains
  * why): A and B (`{ config, env, execArgv }`) pinned together to CPU 0, each loaded by its own
  * autocannon process on CPU 1 (`connections` each, `seconds` per slice), the loaders swapping
- * servers every round. `pairs` fresh pairs of processes, each warmed by two unmeasured slices, then
- * `rounds` rounds (after `idleMs` of both servers idling, default 0). Pass two started loaders (`startLoader`) to reuse them across contests.
+ * servers every round. `pairs` fresh pairs of processes, each left idle `idleMs` (default 0) and
+ * warmed by two unmeasured slices, then `rounds` rounds. Pass two started loaders (`startLoader`)
+ * to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
  * loader's req/s, p50, p99 and errors, the size of the server's young generation at the end of
  * the round, and what the server spent per request in it (perRequest: CPU, GC pauses).
