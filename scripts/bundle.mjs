@@ -5,8 +5,8 @@
 //
 // Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request,
 // whatever ran in it: miniprof's work, or nothing of it (an empty hook in a process that had only
-// loaded the modules). The same code as one file cost nothing (bench/RESULTS.md Run 30). Node 24
-// showed no difference either way. The modules stay in dist/, unshipped, for the benches and
+// loaded the modules). The same code as one file cost nothing (bench/RESULTS.md Run 30). Node 22
+// and 24 showed no difference either way. The modules stay in dist/, unshipped, for the benches and
 // tests that reach into internals.
 //
 // The shared chunk holds the one AsyncLocalStorage: an app that imports `miniprof` and
