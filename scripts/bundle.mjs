@@ -3,9 +3,9 @@
 // three share in `<dir>/bundle/chunks/`, made from tsc's per-module output in `<dir>` (default
 // `dist`). Give it a copy of dist/ to bundle that copy (bench/http's MINIPROF_BENCH_DIST).
 //
-// Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request,
-// whatever ran in it: miniprof's work, or nothing of it (an empty hook in a process that had only
-// loaded the modules). The same code as one file cost nothing (bench/RESULTS.md Run 30). Node 22
+// Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request it
+// did not profile, with miniprof registered or with nothing of it running (an empty hook in a
+// process that had only loaded the modules). The same code as one file cost nothing (bench/RESULTS.md Run 30). Node 22
 // and 24 showed no difference either way. The modules stay in dist/, unshipped, for the benches and
 // tests that reach into internals.
 //
