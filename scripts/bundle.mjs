@@ -5,9 +5,9 @@
 //
 // Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request it
 // did not profile, with miniprof registered or with nothing of it running (an empty hook in a
-// process that had only loaded the modules). The same code as one file cost nothing (bench/RESULTS.md Run 30). Node 22
-// and 24 showed no difference either way. The modules stay in dist/, unshipped, for the benches and
-// tests that reach into internals.
+// process that had only loaded the modules). The same code as one file cost nothing
+// (bench/RESULTS.md Run 30). Node 22 and 24 showed no difference either way. The modules stay in
+// dist/, unshipped, for the benches and tests that reach into internals.
 //
 // The shared chunk holds the one AsyncLocalStorage: an app that imports `miniprof` and
 // `miniprof/express` gets one instance, as with the modules.
