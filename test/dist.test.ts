@@ -109,8 +109,8 @@ console.log(JSON.stringify(out));`,
   });
 
   test('the entries are bundles: their imports are node: builtins, fastify-plugin and their own shared chunks, never tsc\'s modules', () => {
-    // With tsc's 38 modules loaded, a Fastify server spent 2-3% more CPU on every request, miniprof
-    // registered or not (bench/RESULTS.md Run 30). An entry that imports ../src/… brings them back.
+    // With tsc's 38 modules loaded, a Fastify server on Node 20 spent 2-3% more CPU on every request
+    // it did not profile (bench/RESULTS.md Run 30). An entry that imports ../src/… brings them back.
     const bundle = join(ROOT, 'dist', 'bundle');
     const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     const imports = new Set<string>();

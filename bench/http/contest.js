@@ -60,16 +60,20 @@ const jsonOf = (name, array) => {
 };
 // `--keep N`: both servers keep N small objects from start-up (server.js KEEP_OBJECTS), as
 // bench/run.js's rows do (20,000 by default there; here 0 unless given). --env-* go on top.
-const keepArg = named.get('--keep');
+/** A named option that must be a whole number of `unit`, or undefined when not given. */
+const wholeOf = (name, unit) => {
+  const v = named.get(name);
+  if (v !== undefined && !/^\d+$/.test(v)) throw new Error(`${name} must be a whole number of ${unit}, got ${v}`);
+  return v;
+};
+const keepArg = wholeOf('--keep', 'objects');
 const keepEnv = keepArg === undefined ? {} : { KEEP_OBJECTS: String(keepArg) };
-if (keepArg !== undefined && !/^\d+$/.test(keepArg)) throw new Error(`--keep must be a whole number of objects, got ${keepArg}`);
 const withKeep = (env) => (keepArg === undefined && env === undefined ? undefined : { ...keepEnv, ...env });
 const envA = withKeep(jsonOf('--env-a', false));
 const envB = withKeep(jsonOf('--env-b', false));
 const flagsA = jsonOf('--flags-a', true);
 const flagsB = jsonOf('--flags-b', true);
-const idleArg = named.get('--idle-ms') ?? '0';
-if (!/^\d+$/.test(idleArg)) throw new Error(`--idle-ms must be a whole number of milliseconds, got ${idleArg}`);
+const idleArg = wholeOf('--idle-ms', 'milliseconds') ?? '0';
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
