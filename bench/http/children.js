@@ -56,6 +56,7 @@ function perRequest(a, b) {
     majorGcUs: ((b.majorGcMs - a.majorGcMs) * 1000) / n,
     majorGcs: b.majorGcs - a.majorGcs,
     scavengesPer1000: ((b.minorGcs - a.minorGcs) * 1000) / n,
+    faultsPer1000: ((b.minorFaults - a.minorFaults) * 1000) / n,
   };
 }
 

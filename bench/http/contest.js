@@ -21,7 +21,7 @@
 // `contest.js <fw> none none` is the control: it shows the method's own spread. `--env-a` and
 // `--env-b` add environment variables to one side's server only: two builds of the same
 // configuration (`--env-b '{"MINIPROF_BENCH_DIST":"scratch/var-x"}'`), or one of server.js's
-// switches (`MP_COUNTER_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON array) are node
+// switches (`MP_COUNTER_CLOCK`, `MP_OWN_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON array) are node
 // flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which NODE_OPTIONS
 // does not take. `--idle-ms N` leaves both servers idle N ms after both have started, before the
 // first load (default 0: the load starts once the second is up, so the first has idled through
@@ -140,4 +140,13 @@ const gcOf = (side, key) => fmt(median(measured.map((m) => m[side][key])), 2);
 console.log(
   `GC µs per request, median of rounds: A ${gcOf('a', 'gcUs')} (mark-compact ${gcOf('a', 'majorGcUs')}), B ${gcOf('b', 'gcUs')} (mark-compact ${gcOf('b', 'majorGcUs')}); ` +
     `scavenges per 1,000 requests: A ${gcOf('a', 'scavengesPer1000')}, B ${gcOf('b', 'scavengesPer1000')}`,
+);
+// The kernel's share (system time: the socket reads and the response's writev, which on loopback
+// carries the TCP work of both ends) apart from the rest, so that a difference in CPU per request
+// can be put on the server's own code or on the bytes and syscalls it asks for.
+const userOf = (side) => fmt(median(measured.map((m) => m[side].cpuUs - m[side].sysUs)), 2);
+console.log(
+  `System CPU µs per request, median of rounds: A ${gcOf('a', 'sysUs')}, B ${gcOf('b', 'sysUs')}; ` +
+    `the rest (user): A ${userOf('a')}, B ${userOf('b')}; ` +
+    `minor page faults per 1,000 requests: A ${gcOf('a', 'faultsPer1000')}, B ${gcOf('b', 'faultsPer1000')}`,
 );
