@@ -69,6 +69,9 @@ const miniprofOptions = {
   // MP_COUNTER_CLOCK=1: profiles on a counter clock (as the instruction harness runs them), which
   // also leaves out the event-loop sampler: what reading the real clock costs over HTTP.
   ...(process.env.MP_COUNTER_CLOCK === '1' ? { clock: counterClock() } : {}),
+  // MP_OWN_CLOCK=1: the same real clock passed in as the user's own, which leaves out only the
+  // event-loop sampler (it runs on the default clock alone): the sampler's share, apart from the clock's.
+  ...(process.env.MP_OWN_CLOCK === '1' ? { clock: () => performance.now() } : {}),
   ...JSON.parse(process.env.MP_OPTS || '{}'),
 };
 
@@ -134,7 +137,7 @@ new PerformanceObserver((list) => {
 // each process's own schedule, and on Node 24 identical miniprof servers split with it.
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
 process.on('message', (msg) => {
-  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), requests, gcMs, majorGcMs, majorGcs, minorGcs, youngBytes: youngBytes(), kept: kept.length });
+  if (msg?.cmd === 'stats') process.send({ cpu: process.cpuUsage(), minorFaults: process.resourceUsage().minorPageFault, requests, gcMs, majorGcMs, majorGcs, minorGcs, youngBytes: youngBytes(), kept: kept.length });
   else if (msg?.cmd === 'exit') process.exit(0);
 });
 process.on('disconnect', () => process.exit(0));
