@@ -52,7 +52,8 @@ async function callgrind(config, requests, dist) {
     'valgrind',
     ['--tool=callgrind', '--cache-sim=yes', '--branch-sim=yes', '--dump-instr=yes', `--callgrind-out-file=${outFile}`,
       node, '--perf-basic-prof', '--predictable', '--predictable-gc-schedule', harness, framework, config, String(requests)],
-    { maxBuffer: 1 << 26, env: harnessEnv(load, dist) },
+    // In the temporary directory: with --perf-basic-prof, V8 also writes an isolate log to the cwd.
+    { maxBuffer: 1 << 26, env: harnessEnv(load, dist), cwd: dir },
   );
   // Under valgrind the program keeps valgrind's process id, which names V8's map.
   const pid = /==(\d+)==/.exec(stderr)?.[1];
