@@ -21,9 +21,9 @@
 // `contest.js <fw> none none` is the control: it shows the method's own spread. `--env-a` and
 // `--env-b` add environment variables to one side's server only: two builds of the same
 // configuration (`--env-b '{"MINIPROF_BENCH_DIST":"scratch/var-x"}'`), or one of server.js's
-// switches (`MP_COUNTER_CLOCK`, `MP_OWN_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON array) are node
-// flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which NODE_OPTIONS
-// does not take. `--idle-ms N` leaves both servers idle N ms after both have started, before the
+// switches (`MP_COUNTER_CLOCK`, `MP_OWN_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON
+// array) are node flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which
+// NODE_OPTIONS does not take. `--idle-ms N` leaves both servers idle N ms after both have started, before the
 // first load (default 0: the load starts once the second is up, so the first has idled through
 // its twin's start-up, about 1 s).
 //

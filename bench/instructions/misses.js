@@ -26,7 +26,7 @@ const argv = process.argv.slice(2);
 const opt = (name, def) => option(argv, name, def);
 const [framework, configA, configB] = argv;
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined) {
-  console.error('usage: node bench/instructions/misses.js <express|fastify> <configA> <configB> [--load] [--dist-b PATH] [--top N]');
+  console.error('usage: node bench/instructions/misses.js <express|fastify> <configA> <configB> [--load] [--dist-b PATH] [--from N] [--to N] [--top N] [--sort mis|I1|D1|Bc|Ir]');
   process.exit(2);
 }
 const node = opt('--node', process.execPath);
@@ -36,14 +36,14 @@ const top = Number(opt('--top', '30'));
 const sortBy = opt('--sort', 'mis');
 const distB = opt('--dist-b', undefined);
 const load = argv.includes('--load');
+// What each row shows, from callgrind's events: mispredictions are conditional and indirect together.
+const SHOWN = ['Ir', 'I1', 'D1', 'Bc', 'mis'];
 if (!(to > from && from > 0)) throw new Error(`--from and --to: need 0 < from < to, got ${from} and ${to}`);
-if (!['mis', 'I1', 'D1', 'Ir'].includes(sortBy)) throw new Error(`--sort: one of mis, I1, D1, Ir, got ${sortBy}`);
+if (!SHOWN.includes(sortBy)) throw new Error(`--sort: one of ${SHOWN.join(', ')}, got ${sortBy}`);
 await needValgrind();
 
 const harness = join(dirname(fileURLToPath(import.meta.url)), 'harness.js');
 const dir = mkdtempSync(join(tmpdir(), 'miniprof-misses-'));
-// What each row shows, from callgrind's events: mispredictions are conditional and indirect together.
-const SHOWN = ['Ir', 'I1', 'D1', 'Bc', 'mis'];
 
 /** One callgrind run; resolves its output file and the perf map of the process it ran. */
 async function callgrind(config, requests, dist) {
@@ -141,18 +141,24 @@ function costsOf({ outFile, mapFile }) {
   return new Map([...byFn].map(([k, r]) => [k, pick(r)]));
 }
 
+const ZERO = Object.fromEntries(SHOWN.map((e) => [e, 0]));
+
+/** Per function, `b` minus `a` over `over`: a function missing from one side counts as zero there. */
+function minus(b, a, over = 1) {
+  const out = new Map();
+  for (const k of new Set([...a.keys(), ...b.keys()])) {
+    const x = a.get(k) ?? ZERO;
+    const y = b.get(k) ?? ZERO;
+    out.set(k, Object.fromEntries(SHOWN.map((e) => [e, (y[e] - x[e]) / over])));
+  }
+  return out;
+}
+
 async function perRequest(config, dist) {
   const runs = await Promise.all([callgrind(config, from, dist), callgrind(config, to, dist)]);
   const [a, b] = runs.map(costsOf);
   for (const r of runs) rmSync(r.mapFile, { force: true });
-  const out = new Map();
-  const zero = { Ir: 0, I1: 0, D1: 0, Bc: 0, mis: 0 };
-  for (const k of new Set([...a.keys(), ...b.keys()])) {
-    const x = a.get(k) ?? zero;
-    const y = b.get(k) ?? zero;
-    out.set(k, Object.fromEntries(SHOWN.map((e) => [e, (y[e] - x[e]) / (to - from)])));
-  }
-  return out;
+  return minus(b, a, to - from);
 }
 
 const sum = (rows) => Object.fromEntries(SHOWN.map((e) => [e, [...rows.values()].reduce((s, r) => s + r[e], 0)]));
@@ -167,12 +173,7 @@ try {
   console.log(`| per request | ${configA} | ${labelB} | B over A |\n| --- | ---: | ---: | ---: |`);
   const what = { Ir: 'instructions', I1: 'I1 misses', D1: 'D1 misses (reads and writes)', Bc: 'conditional branches', mis: 'mispredicted branches' };
   for (const e of SHOWN) console.log(`| ${what[e]} | ${int(ta[e])} | ${int(tb[e])} | ${(((tb[e] - ta[e]) / ta[e]) * 100).toFixed(1)}% |`);
-  const zero = { Ir: 0, I1: 0, D1: 0, Bc: 0, mis: 0 };
-  const rows = [...new Set([...a.keys(), ...b.keys()])].map((k) => {
-    const x = a.get(k) ?? zero;
-    const y = b.get(k) ?? zero;
-    return [k, Object.fromEntries(SHOWN.map((e) => [e, y[e] - x[e]]))];
-  });
+  const rows = [...minus(b, a)];
   rows.sort((x, y) => Math.abs(y[1][sortBy]) - Math.abs(x[1][sortBy]));
   console.log(`\nB minus A by function, the ${top} largest differences in ${sortBy}:\n`);
   console.log(`| function | ${SHOWN.join(' | ')} |\n| --- |${' ---: |'.repeat(SHOWN.length)}`);
