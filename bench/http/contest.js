@@ -23,9 +23,9 @@
 // configuration (`--env-b '{"MINIPROF_BENCH_DIST":"scratch/var-x"}'`), or one of server.js's
 // switches (`MP_COUNTER_CLOCK`, `MP_OWN_CLOCK`, `MP_OPTS`). `--flags-a` and `--flags-b` (a JSON
 // array) are node flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which
-// NODE_OPTIONS does not take. `--idle-ms N` leaves both servers idle N ms after both have started, before the
-// first load (default 0: the load starts once the second is up, so the first has idled through
-// its twin's start-up, about 1 s).
+// NODE_OPTIONS does not take. `--idle-ms N` leaves both servers idle N ms after both have
+// started, before the first load (default 0: the load starts once the second is up, so the first
+// has idled through its twin's start-up, about 1 s).
 //
 // Why fresh pairs: a server process can run 10-20% slower than another of the same build and
 // configuration, in every round of its life, while its rounds agree within 1-2%. Seen in about one
