@@ -18,7 +18,7 @@
 // window takes longer (the defaults take about 3.5 min per row here, two runs at a time).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { harnessEnv, needValgrind, option, run } from './cachegrind.js';
 
@@ -29,7 +29,9 @@ if (!['express', 'fastify'].includes(framework) || configA === undefined || conf
   console.error('usage: node bench/instructions/misses.js <express|fastify> <configA> <configB> [--load] [--dist-b PATH] [--from N] [--to N] [--top N] [--sort mis|I1|D1|Bc|Ir]');
   process.exit(2);
 }
-const node = opt('--node', process.execPath);
+// Resolved here: valgrind runs in a temporary directory (below), where a relative path finds nothing.
+const givenNode = opt('--node', process.execPath);
+const node = givenNode.includes('/') ? resolve(givenNode) : givenNode;
 const from = Number(opt('--from', '2000'));
 const to = Number(opt('--to', '6000'));
 const top = Number(opt('--top', '30'));
