@@ -85,7 +85,7 @@ async function insideProfile(ours, body, maxSteps = 100_000) {
     if (++k === RESET) {
       k = 0;
       profile.root.children = null;
-      profile.root.custom = null;
+      profile.customs = null;
       profile.count = 0;
     }
   };
