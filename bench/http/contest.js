@@ -1,8 +1,8 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
-// [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]`:
-// two bench servers (bench/http/server.js configurations, e.g. `hook nondev`) loaded at the same
-// time, both pinned to CPU 0, each by its own autocannon loader on CPU 1 (25 connections each,
-// SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
+// [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]
+// [--connections N]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
+// loaded at the same time, both pinned to CPU 0, each by its own autocannon loader on CPU 1
+// (`--connections`, default 25 each, SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
 // two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
 // and CPU µs per request; the summary gives A's CPU per request over B's and B's throughput over
 // A's, each as the median over all rounds and as each pair's own median.
@@ -78,12 +78,15 @@ const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]');
+  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N] [--connections N]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');
 const seconds = Number(process.env.SLICE ?? 3);
-const CONNECTIONS = 25;
+// Fewer connections mean fewer requests in flight at once, so less of each request's garbage is
+// still live when a scavenge comes: what a developer request costs under load against alone.
+const CONNECTIONS = Number(wholeOf('--connections', 'connections') ?? '25');
+if (!(CONNECTIONS > 0)) throw new Error(`--connections must be at least 1, got ${CONNECTIONS}`);
 
 const loaders = [(await startLoader()).cp, (await startLoader()).cp];
 let measured;
