@@ -2,8 +2,8 @@
 // [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]
 // [--connections N]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
 // loaded at the same time, both pinned to CPU 0, each by its own autocannon loader on CPU 1
-// (`--connections`, default 25 each, SLICE seconds, default 3). `pairs` (default 4) fresh pairs of server processes, each warmed by
-// two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
+// (`--connections`, default 25 each, SLICE seconds, default 3). `pairs` (default 4) fresh pairs
+// of server processes, each warmed by two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
 // and CPU µs per request; the summary gives A's CPU per request over B's and B's throughput over
 // A's, each as the median over all rounds and as each pair's own median.
 //
@@ -84,7 +84,7 @@ if (!['express', 'fastify'].includes(framework) || configA === undefined || conf
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');
 const seconds = Number(process.env.SLICE ?? 3);
 // Fewer connections mean fewer requests in flight at once, so less of each request's garbage is
-// still live when a scavenge comes: what a developer request costs under load against alone.
+// still live when a scavenge comes (2 against 25 did not move a developer request: RESULTS Run 35).
 const CONNECTIONS = Number(wholeOf('--connections', 'connections') ?? '25');
 if (!(CONNECTIONS > 0)) throw new Error(`--connections must be at least 1, got ${CONNECTIONS}`);
 
