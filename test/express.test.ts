@@ -402,8 +402,6 @@ describe.each([
     it("an end of the app's own response prototype (app.response.end) runs after miniprof's and sees the comment", async () => {
       // Between res and Express's shared prototype, as compression()'s own wrapper is on res:
       // miniprof then wraps res itself. Mounted in a sub-app, the chain has two such prototypes.
-      // (Asked with Object.hasOwn instead of reading res.end, this took two stub-cache misses off a
-      // Node 20 developer request and no instructions: 979,249 -> 979,135, bench/RESULTS.md Run 35.)
       for (const where of ['app', 'sub-app'] as const) {
         const seen: string[] = [];
         const port = await start(where === 'app' ? [mp()] : [], (app) => {

@@ -3,9 +3,10 @@
 // [--connections N]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
 // loaded at the same time, both pinned to CPU 0, each by its own autocannon loader on CPU 1
 // (`--connections`, default 25 each, SLICE seconds, default 3). `pairs` (default 4) fresh pairs
-// of server processes, each warmed by two unmeasured slices, then `rounds` (default 3) rounds. Each round reports, per server, req/s
-// and CPU µs per request; the summary gives A's CPU per request over B's and B's throughput over
-// A's, each as the median over all rounds and as each pair's own median.
+// of server processes, each warmed by two unmeasured slices, then `rounds` (default 3) rounds.
+// Each round reports, per server, req/s and CPU µs per request; the summary gives A's CPU per
+// request over B's and B's throughput over A's, each as the median over all rounds and as each
+// pair's own median.
 //
 // Why: loaded one server at a time, in turns (as bench/run.js did up to Run 20, and ab.js,
 // decompose.js and amplify.js still do), the same server's throughput on this shared VM moves

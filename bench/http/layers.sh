@@ -5,7 +5,9 @@
 # request less A's): Node's promise hooks with a store per request and nothing of miniprof; a
 # profile per request with plain calls and no outputs; the page's 10 steps; the comment and
 # Server-Timing; the results store. Why: counted, Express's developer request is 1.4x Fastify's
-# instructions, timed 2.7x (bench/RESULTS.md Run 35). Needs `npm run build`.
+# instructions, timed 2.7x (bench/RESULTS.md Run 35). Needs `npm run build`. Options after `--`
+# go to every contest (`--node PATH`, `--connections N`); not `--env-*` or `--flags-*`, which the
+# rows set themselves.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fw=${1:?usage: bash bench/http/layers.sh <express|fastify> [pairs] [-- contest.js options]}
