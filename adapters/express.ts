@@ -28,7 +28,7 @@ const PROFILED: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[Symbo
  * comment to a whole HTML body, and sets `Server-Timing`. For anyone else it calls `next()` and
  * touches nothing: no AsyncLocalStorage, no wrapper on `res`. (After the first developer
  * request, Express's shared response prototype has miniprof's `end`, `writeHead` and `emit`, which
- * pass every other response straight on after one WeakMap lookup, `emit` only for 'close'.)
+ * pass every other response straight on after one WeakMap lookup, `emit` only for 'finish' and 'close'.)
  *
  * @example
  * import { miniprof } from 'miniprof/express';
@@ -145,7 +145,7 @@ function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments,
  * never shares the maps of the properties added after): each own property miniprof added
  * (`end`, on-headers' `writeHead`) cost ~70,000 instructions per developer request on Node 20
  * (bench/instructions, Express `open` row; bench/RESULTS.md Run 7). So `end`, `writeHead` and
- * `emit` (for 'close') are put once on Express's shared response prototype (the one every app's
+ * `emit` (for 'finish' and 'close') are put once on Express's shared response prototype (the one every app's
  * and sub-app's `response` inherits from) and act only for responses in HOOKS; every other
  * response goes straight on, at the cost of a WeakMap lookup. Process-wide, like PROFILED: every
  * copy of miniprof shares one set of methods, and each entry carries its own copy's `endWith`.
@@ -214,8 +214,13 @@ function install(base: Base): void {
           // the old generation (old-space growth per Express developer request ~15,000 -> ~11,900
           // bytes, Express alone ~11,600; bench/RESULTS.md Run 8). A second 'close' finds nothing.
           HOOKS.delete(this);
-          h.state.finish(this);
+          // What delivered() judges from `res`, from what this emit saw: reading `finished` at
+          // close was a stub-cache miss (1.03 per developer request, bench/instructions/ic.js).
+          h.state.finish(this, h.state.flushed && h.state.socket?.errored == null);
         }
+      } else if (event === 'finish') {
+        const h = HOOKS.get(this);
+        if (h !== undefined) h.state.flushed = true;
       }
       return emit.apply(this, arguments as unknown as unknown[]);
     },

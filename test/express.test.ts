@@ -1140,6 +1140,39 @@ describe.each([
       expect(faults).toEqual([]);
     });
 
+    it('request.status is the status sent, also when the app changes res.statusCode after writeHead', async () => {
+      const port = await start([mp()], (app) =>
+        app.get('/created', (_req, res) => {
+          res.writeHead('201' as unknown as number, { 'Content-Type': 'text/html; charset=utf-8' });
+          res.statusCode = 500;
+          res.end(PAGE);
+        }),
+      );
+      const r = await raw(port, { path: '/created' });
+      expect(r.status).toBe(201);
+      expect(header(r, 'cache-control')).toBe('private, no-store');
+      expect((await sealed(seen[0])).request).toEqual({ method: 'GET', path: '/created', status: 201 });
+      expect(faults).toEqual([]);
+    });
+
+    it("request.status under a writeHead wrapper mounted before miniprof that sends another status: the one sent", async () => {
+      // on-headers style: the wrapper (which miniprof's writeHead calls) sets the status itself.
+      const rewrite: RequestHandler = (_req, res, next) => {
+        const head = res.writeHead;
+        res.writeHead = function (this: http.ServerResponse, _status: number, ...rest: unknown[]) {
+          this.statusCode = 203;
+          return (head as (...a: unknown[]) => http.ServerResponse).call(this, 203, ...rest);
+        } as typeof res.writeHead;
+        next();
+      };
+      const port = await start([rewrite, mp()]);
+      const r = await raw(port, { path: '/static' });
+      expect(r.status).toBe(203);
+      expect(header(r, 'cache-control')).toBe('private, no-store');
+      expect((await sealed(seen[0])).request).toEqual({ method: 'GET', path: '/static', status: 203 });
+      expect(faults).toEqual([]);
+    });
+
     it.each([
       ['an async isDeveloper', 'async-dev'],
       ['an async middleware before miniprof', 'slow-pre'],

@@ -42,6 +42,17 @@ export class ProfiledResponse implements Expiring {
   hijacked = false;
   /** Our headers were written: by writeHeadWith, at the first writeHead only. */
   headersWritten = false;
+  /**
+   * The status the first writeHead sent (writeHeadWith), 0 before: the request's status at close
+   * without reading `res.statusCode`, a stub-cache miss on Express (its `res` has a hidden class
+   * of its own by then).
+   */
+  sentStatus = 0;
+  /**
+   * The response emitted 'finish' (set by the Express adapter's shared `emit`): with the socket not
+   * reset, delivered. Seen as it happens rather than read from `res` at close (see delivered).
+   */
+  flushed = false;
 
   /** The request's socket, where the adapter has it at hand (see delivered); undefined: `res.req.socket`. */
   socket: { errored?: unknown } | null | undefined;
@@ -113,7 +124,9 @@ export class ProfiledResponse implements Expiring {
     try {
       // no-transform stays: compression() reads it in a header hook that runs after this one.
       h.setHeader('Cache-Control', noTransform(h) ? 'private, no-store, no-transform' : 'private, no-store');
-      h.removeHeader('etag');
+      // Looked up first: Express sends no ETag for most developer pages (and none with etag off),
+      // and a removeHeader read on its `res` was a stub-cache miss of its own.
+      if (h.getHeader('etag') !== undefined) h.removeHeader('etag');
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
       if (st === null) return;
@@ -139,7 +152,7 @@ export class ProfiledResponse implements Expiring {
   finish(res: ServerResponse, finished = delivered(res, this.socket)): void {
     try {
       const req = this.profile.request!;
-      req.status = res.statusCode;
+      req.status = this.sentStatus !== 0 ? this.sentStatus : res.statusCode;
       if (!finished) req.aborted = true;
       unwatch(this);
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would

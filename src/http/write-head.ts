@@ -1,4 +1,4 @@
-import { OutgoingMessage, type ServerResponse } from 'node:http';
+import { OutgoingMessage, ServerResponse } from 'node:http';
 import type { ProfiledResponse } from './response.js';
 
 /** `end` or `writeHead` as found on a response or a prototype. */
@@ -69,7 +69,7 @@ export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args
   if (own !== null) {
     state.writeHeaders(new GivenHeaders(own));
     try {
-      return at === 2 ? head.call(res, args[0], args[1], own) : head.call(res, args[0], own);
+      return sent(state, head, args[0], at === 2 ? head.call(res, args[0], args[1], own) : head.call(res, args[0], own));
     } catch (err) {
       // Refused (a status code, reason or header of the app's), nothing sent: ours were only in
       // this copy, and the error page the app sends next must carry them too (no-store above all).
@@ -87,7 +87,19 @@ export function writeHeadWith(state: ProfiledResponse, res: ServerResponse, args
   }
   // From here ours are on the response itself, and stay there if writeHead refuses its status.
   state.writeHeaders(res);
-  return at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]);
+  return sent(state, head, args[0], at === 2 ? head.call(res, args[0], args[1]) : head.call(res, args[0]));
+}
+
+const NODE_WRITE_HEAD = ServerResponse.prototype.writeHead;
+
+/**
+ * Notes the status sent, once `head` returned: Node's own writeHead sends `status | 0` (and
+ * throws for anything out of range). Any other `head` (compression's on-headers wrapper, HTTP/2's
+ * writeHead) may set another: its status is read from the response at close, as before.
+ */
+function sent(state: ProfiledResponse, head: ResMethod, status: unknown, r: ServerResponse): ServerResponse {
+  if (head === NODE_WRITE_HEAD) state.sentStatus = (status as number) | 0;
+  return r;
 }
 
 /**
