@@ -28,7 +28,8 @@ const PROFILED: WeakSet<object> = ((globalThis as Record<symbol, unknown>)[Symbo
  * comment to a whole HTML body, and sets `Server-Timing`. For anyone else it calls `next()` and
  * touches nothing: no AsyncLocalStorage, no wrapper on `res`. (After the first developer
  * request, Express's shared response prototype has miniprof's `end`, `writeHead` and `emit`, which
- * pass every other response straight on after one WeakMap lookup, `emit` only for 'finish' and 'close'.)
+ * pass every other response straight on after one WeakMap lookup, `emit` only for 'finish' and
+ * 'close'.)
  *
  * @example
  * import { miniprof } from 'miniprof/express';
@@ -145,9 +146,10 @@ function endWith(state: ProfiledResponse, res: ServerResponse, args: IArguments,
  * never shares the maps of the properties added after): each own property miniprof added
  * (`end`, on-headers' `writeHead`) cost ~70,000 instructions per developer request on Node 20
  * (bench/instructions, Express `open` row; bench/RESULTS.md Run 7). So `end`, `writeHead` and
- * `emit` (for 'finish' and 'close') are put once on Express's shared response prototype (the one every app's
- * and sub-app's `response` inherits from) and act only for responses in HOOKS; every other
- * response goes straight on, at the cost of a WeakMap lookup. Process-wide, like PROFILED: every
+ * `emit` (for 'finish' and 'close') are put once on Express's shared response prototype (the one
+ * every app's and sub-app's `response` inherits from) and act only for responses in HOOKS; every
+ * other response goes straight on, at the cost of a WeakMap lookup. (Node 24 shares those maps
+ * again: `node bench/http/hidden-classes.js --node <Node 24>`.) Process-wide, like PROFILED: every
  * copy of miniprof shares one set of methods, and each entry carries its own copy's `endWith`.
  * The symbols are versioned: a copy older than `emit` (v1) installs its own set and map, and each
  * set passes the other's responses on.

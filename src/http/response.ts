@@ -124,8 +124,8 @@ export class ProfiledResponse implements Expiring {
     try {
       // no-transform stays: compression() reads it in a header hook that runs after this one.
       h.setHeader('Cache-Control', noTransform(h) ? 'private, no-store, no-transform' : 'private, no-store');
-      // Looked up first: Express sends no ETag for most developer pages (and none with etag off),
-      // and a removeHeader read on its `res` was a stub-cache miss of its own.
+      // Looked up first: with no ETag (Express's `etag` off, a stream, most Fastify replies) there
+      // is nothing to remove, and reading `removeHeader` of an Express `res` was a stub-cache miss.
       if (h.getHeader('etag') !== undefined) h.removeHeader('etag');
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
