@@ -1,24 +1,29 @@
 // `node bench/http/hidden-classes.js [--node PATH]`: whether consecutive responses of one server
 // share a hidden class once they have ended, for a plain `http` server, for one that sets each
-// response's prototype with `Object.setPrototypeOf` (as Express does for every `req` and `res`),
-// and for Express itself. Six keep-alive requests each, on 127.0.0.1; prints `true` per pair
-// of consecutive responses that share one.
+// `req`'s and `res`'s prototype with `Object.setPrototypeOf` (as Express does), and for Express
+// itself; and the bytes each request leaves in V8's old space (as bench/gc/promotion.js counts
+// them: one request at a time over a keep-alive socket, a minor GC every 500, 10,000 requests).
+// Prints `true` per pair of consecutive responses that share a hidden class.
 //
 // Why: on Node 20 every Express `res` ends up with a hidden class of its own, so every property
 // read of it in Node's, Express's and miniprof's code is a megamorphic stub-cache miss (~110 per
 // request for Express alone, ~5 for Fastify: bench/instructions/ic.js). A plain server with
-// setPrototypeOf and nothing else does the same on Node 20 (V8 11.3), and on Node 24 (V8 13.6)
-// neither does: the platform's share of Express's figures on Node 20 (bench/RESULTS.md Run 36).
+// setPrototypeOf and nothing else does the same on Node 20 (V8 11.3) and 22, and on Node 24 (V8
+// 13.6) neither does. Those classes are old-space garbage, ~3.3 KB per request for setPrototypeOf
+// alone and ~11 KB for Express on Node 20, under 0.1 KB on Node 24: the old-space growth that
+// bench/RESULTS.md Run 8 found for Express alone, and the platform's share of Express's figures on
+// Node 20 (Run 36).
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
 
 const argv = process.argv.slice(2);
 if (process.env.HIDDEN_CLASSES_CHILD !== '1') {
   const i = argv.indexOf('--node');
   const bin = i === -1 ? process.execPath : argv[i + 1];
   // %HaveSameMap needs the flag, which must be given to node itself.
-  const r = spawnSync(bin, ['--allow-natives-syntax', fileURLToPath(import.meta.url)], {
+  const r = spawnSync(bin, ['--allow-natives-syntax', '--expose-gc', '--initial-old-space-size=1024', fileURLToPath(import.meta.url)], {
     env: { ...process.env, HIDDEN_CLASSES_CHILD: '1' },
     stdio: 'inherit',
   });
@@ -28,30 +33,47 @@ if (process.env.HIDDEN_CLASSES_CHILD !== '1') {
 // Through Function so that this file parses without the flag too (the parent above).
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)');
 const REQUESTS = 6;
+const COUNTED = 10000;
 
-/** Serve REQUESTS requests with `handler` (which must end `res`), one at a time over one socket. */
+const oldSpace = () => v8.getHeapSpaceStatistics().find((x) => x.space_name === 'old_space').space_used_size;
+
+/** REQUESTS requests, one at a time over one keep-alive socket; then the old-space count. */
 async function run(label, listen) {
   const seen = [];
-  const server = await listen((res) => seen.push(res));
+  const server = await listen((res) => {
+    if (seen.length < REQUESTS) seen.push(res);
+  });
   const { port } = server.address();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  for (let i = 0; i < REQUESTS; i++) {
-    await new Promise((resolve, reject) => {
+  const get = () =>
+    new Promise((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, agent, path: '/' }, (m) => m.resume().on('end', resolve)).on('error', reject);
     });
+  for (let i = 0; i < REQUESTS; i++) await get();
+  const shared = seen.slice(1).map((res, i) => sameMap(seen[i], res));
+  for (let i = 0; i < 2000; i++) await get();
+  globalThis.gc();
+  const before = oldSpace();
+  for (let i = 0; i < COUNTED; i++) {
+    await get();
+    if (i % 500 === 0) globalThis.gc({ type: 'minor' });
   }
+  const perRequest = Math.round((oldSpace() - before) / COUNTED);
   agent.destroy();
   await new Promise((resolve) => server.close(resolve));
-  const shared = seen.slice(1).map((res, i) => sameMap(seen[i], res));
-  console.log(`${label.padEnd(34)} ${shared.join(' ')}`);
+  console.log(`${label.padEnd(34)} ${shared.join(' ').padEnd(30)} ${perRequest}`);
 }
 
 function plain(setProto) {
   const proto = Object.create(http.ServerResponse.prototype);
+  const reqProto = Object.create(http.IncomingMessage.prototype);
   return (keep) =>
     new Promise((resolve) => {
-      const server = http.createServer((_req, res) => {
-        if (setProto) Object.setPrototypeOf(res, proto);
+      const server = http.createServer((req, res) => {
+        if (setProto) {
+          Object.setPrototypeOf(req, reqProto);
+          Object.setPrototypeOf(res, proto);
+        }
         keep(res);
         res.end('ok');
       });
@@ -71,7 +93,8 @@ async function viaExpress(keep) {
   });
 }
 
-console.log(`Node ${process.version} (V8 ${process.versions.v8}): consecutive responses share a hidden class after end?`);
+console.log(`Node ${process.version} (V8 ${process.versions.v8})`);
+console.log(`${'server'.padEnd(34)} ${'same hidden class after end'.padEnd(30)} old-space bytes per request`);
 await run('http', plain(false));
-await run('http + Object.setPrototypeOf(res)', plain(true));
+await run('http + Object.setPrototypeOf', plain(true));
 await run('Express', viaExpress);
