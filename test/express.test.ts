@@ -1155,7 +1155,7 @@ describe.each([
       expect(faults).toEqual([]);
     });
 
-    it("request.status under a writeHead wrapper mounted before miniprof that sends another status: the one sent", async () => {
+    it('request.status under a writeHead wrapper mounted before miniprof that sends another status: the one sent', async () => {
       // on-headers style: the wrapper (which miniprof's writeHead calls) sets the status itself.
       const rewrite: RequestHandler = (_req, res, next) => {
         const head = res.writeHead;
