@@ -11,15 +11,13 @@
 //
 // MP_OPTS (JSON) adds miniprof options; MP_DIRECT=1 makes the page's steps plain calls.
 import { spawnSync } from 'node:child_process';
-import http from 'node:http';
-import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import v8 from 'node:v8';
 import { direct, entry, servePage } from '../http/page.js';
+import { OLD_SPACE_FLAGS, keepAliveClient, oldSpacePerRequest } from './old-space.js';
 
 if (typeof globalThis.gc !== 'function') {
   // Re-run with the flags this needs, so the command line stays plain.
-  const r = spawnSync(process.execPath, ['--expose-gc', '--initial-old-space-size=1024', fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [...OLD_SPACE_FLAGS, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 
@@ -37,41 +35,11 @@ const server = await servePage(framework, s, async (app) => {
   else await app.register(miniprof, opts);
 });
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-const { port } = server.address();
-const get = () =>
-  new Promise((resolve, reject) => {
-    http
-      .get({ port, host: '127.0.0.1', path: '/', agent }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-      })
-      .on('error', reject);
-  });
-const oldSpace = () => v8.getHeapSpaceStatistics().find((x) => x.space_name === 'old_space').space_used_size;
-
-let majors = 0;
-new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) if (e.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++;
-}).observe({ entryTypes: ['gc'] });
-
-for (let i = 0; i < 3000; i++) await get();
-globalThis.gc();
-globalThis.gc();
-// The observer hears of those two a little later; they must not count as in the window.
-await new Promise((r) => setTimeout(r, 50));
-const n = Number(count);
+const client = keepAliveClient(server.address().port);
 const every = Number(process.env.EVERY ?? 500);
-const majorsBefore = majors;
-const before = oldSpace();
-for (let i = 0; i < n; i++) {
-  await get();
-  if (i % every === 0) globalThis.gc({ type: 'minor' });
-}
-const grown = oldSpace() - before;
-await new Promise((r) => setTimeout(r, 50));
-const mc = majors - majorsBefore;
-console.log(`${framework} ${config}${process.env.MP_OPTS ? ` ${process.env.MP_OPTS}` : ''}: old space +${Math.round(grown / n)} bytes per request over ${n} requests, a minor GC every ${every}${mc > 0 ? ` (INVALID: ${mc} mark-compacts in the window)` : ''}`);
-agent.destroy();
+const n = Number(count);
+const { bytesPerRequest, markCompacts: mc } = await oldSpacePerRequest(client.get, { count: n, every });
+console.log(`${framework} ${config}${process.env.MP_OPTS ? ` ${process.env.MP_OPTS}` : ''}: old space +${bytesPerRequest} bytes per request over ${n} requests, a minor GC every ${every}${mc > 0 ? ` (INVALID: ${mc} mark-compacts in the window)` : ''}`);
+client.close();
 server.close();
 process.exit(mc > 0 ? 1 : 0);

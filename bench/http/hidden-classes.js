@@ -1,8 +1,8 @@
 // `node bench/http/hidden-classes.js [--node PATH]`: whether consecutive responses of one server
 // share a hidden class once they have ended, for a plain `http` server, for one that sets each
 // `req`'s and `res`'s prototype with `Object.setPrototypeOf` (as Express does), and for Express
-// itself; and the bytes each request leaves in V8's old space (as bench/gc/promotion.js counts
-// them: one request at a time over a keep-alive socket, a minor GC every 500, 10,000 requests).
+// itself; and the bytes each request leaves in V8's old space (bench/gc/old-space.js, as
+// bench/gc/promotion.js counts them, over 10,000 requests).
 // Prints `true` per pair of consecutive responses that share a hidden class.
 //
 // Why: on Node 20 every Express `res` ends up with a hidden class of its own, so every property
@@ -16,14 +16,14 @@
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import v8 from 'node:v8';
+import { OLD_SPACE_FLAGS, keepAliveClient, oldSpacePerRequest } from '../gc/old-space.js';
 
 const argv = process.argv.slice(2);
 if (process.env.HIDDEN_CLASSES_CHILD !== '1') {
   const i = argv.indexOf('--node');
   const bin = i === -1 ? process.execPath : argv[i + 1];
   // %HaveSameMap needs the flag, which must be given to node itself.
-  const r = spawnSync(bin, ['--allow-natives-syntax', '--expose-gc', '--initial-old-space-size=1024', fileURLToPath(import.meta.url)], {
+  const r = spawnSync(bin, ['--allow-natives-syntax', ...OLD_SPACE_FLAGS, fileURLToPath(import.meta.url)], {
     env: { ...process.env, HIDDEN_CLASSES_CHILD: '1' },
     stdio: 'inherit',
   });
@@ -35,33 +35,20 @@ const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)');
 const REQUESTS = 6;
 const COUNTED = 10000;
 
-const oldSpace = () => v8.getHeapSpaceStatistics().find((x) => x.space_name === 'old_space').space_used_size;
-
-/** REQUESTS requests, one at a time over one keep-alive socket; then the old-space count. */
+/** REQUESTS requests, whose responses are compared; then the old-space count. */
 async function run(label, listen) {
   const seen = [];
   const server = await listen((res) => {
     if (seen.length < REQUESTS) seen.push(res);
   });
-  const { port } = server.address();
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const get = () =>
-    new Promise((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port, agent, path: '/' }, (m) => m.resume().on('end', resolve)).on('error', reject);
-    });
-  for (let i = 0; i < REQUESTS; i++) await get();
+  const client = keepAliveClient(server.address().port);
+  for (let i = 0; i < REQUESTS; i++) await client.get();
   const shared = seen.slice(1).map((res, i) => sameMap(seen[i], res));
-  for (let i = 0; i < 2000; i++) await get();
-  globalThis.gc();
-  const before = oldSpace();
-  for (let i = 0; i < COUNTED; i++) {
-    await get();
-    if (i % 500 === 0) globalThis.gc({ type: 'minor' });
-  }
-  const perRequest = Math.round((oldSpace() - before) / COUNTED);
-  agent.destroy();
+  const { bytesPerRequest, markCompacts } = await oldSpacePerRequest(client.get, { warm: 2000, count: COUNTED });
+  client.close();
   await new Promise((resolve) => server.close(resolve));
-  console.log(`${label.padEnd(34)} ${shared.join(' ').padEnd(30)} ${perRequest}`);
+  const bytes = markCompacts > 0 ? `INVALID (${markCompacts} mark-compacts in the window)` : bytesPerRequest;
+  console.log(`${label.padEnd(34)} ${shared.join(' ').padEnd(30)} ${bytes}`);
 }
 
 function plain(setProto) {

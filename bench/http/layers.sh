@@ -11,8 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 fw=${1:?usage: bash bench/http/layers.sh <express|fastify> [pairs] [-- contest.js options]}
-pairs=${2:-3}
-shift $(( $# >= 2 ? 2 : 1 ))
+shift
+# `[pairs]` may be left out before `--`.
+pairs=3
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then pairs=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 OFF='\"htmlComment\":false,\"serverTiming\":false'
 OPEN="{\"MP_DIRECT\":\"1\",\"MP_OPTS\":\"{$OFF}\"}"

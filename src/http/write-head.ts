@@ -36,8 +36,9 @@ export class GivenHeaders implements HeaderTarget {
   setHeader(name: string, value: string | string[]): void {
     this.h[lower(name)] = value;
   }
+  /** Called only for a header getHeader found (writeHeaders looks first). */
   removeHeader(name: string): void {
-    if (this.h[name] !== undefined) delete this.h[name];
+    delete this.h[name];
   }
 }
 
