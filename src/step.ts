@@ -1,4 +1,4 @@
-import { als, closeProfile, currentScope, runInProfile } from './context.js';
+import { closeProfile, currentScope, runInProfile, runStep } from './context.js';
 import { report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
@@ -117,7 +117,7 @@ function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T):
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
   let r: T;
   try {
-    r = als.run(t, fn);
+    r = runStep(t, fn);
   } catch (err) {
     t.end(profile, F_ERROR | F_SYNC);
     throw err;

@@ -231,6 +231,34 @@ console.log(JSON.stringify(profile.toJSON().root.children.map((c) => c.name)));`
     expect(JSON.parse(ok(esm))).toEqual(['imported step']);
   });
 
+  test('callback steps leave an app\'s own AsyncLocalStorage as direct calls would, and on Node 24 enter with one frame copy (src/frame.ts)', () => {
+    const file = write(
+      'frames.mjs',
+      `import { AsyncLocalStorage, createHook } from 'node:async_hooks';
+import { step, withProfile } from 'miniprof';
+const app = new AsyncLocalStorage();
+let resources = 0;
+createHook({ init(_id, type) { if (type === 'MINIPROF_STEP') resources++; } }).enable();
+const seen = [];
+const { profile } = await withProfile('job', async () => {
+  app.run('request', () => {
+    step('sign in', () => app.enterWith('user'));
+    seen.push(app.getStore());
+  });
+  await app.run('request', () =>
+    step('load', async () => {
+      await null;
+      step('inner', () => seen.push(app.getStore()));
+    }),
+  );
+  seen.push(app.getStore() ?? 'none');
+});
+console.log(JSON.stringify({ seen, steps: profile.toJSON().root.children.map((c) => c.name), framed: resources > 0 }));`,
+    );
+    const major = Number(process.versions.node.split('.')[0]);
+    expect(JSON.parse(ok(file))).toEqual({ seen: ['user', 'request', 'none'], steps: ['sign in', 'load'], framed: major >= 24 });
+  });
+
   test('a TypeScript consumer (tsc, module nodenext, target ES2022) using `using` and the adapters\' types runs on plain node', () => {
     write(
       'tsconfig.json',
