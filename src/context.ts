@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
 import { loopClosed, loopOpened } from './analysis/loop.js';
+import { defaultOnInternalError, report } from './errors.js';
 import { frameEntering, type Enter } from './frame.js';
 import type { TimingNode } from './timing.js';
 
@@ -40,9 +41,9 @@ export function currentScope(): TimingNode | undefined {
   return open === 0 ? undefined : als.getStore();
 }
 
-const framed = releasesHooks ? undefined : frameEntering(als);
+const framed = releasesHooks ? undefined : frameEntering(als, (t, err) => report(t.profile?.config.onInternalError ?? defaultOnInternalError, err));
 
-/** How callback steps enter their timing here: `'frame'` (src/frame.ts) or `'run'`. For the tests. */
+/** How callback steps enter their timing here: `'frame'` (src/frame.ts) or `'run'`. For the tests and bench/micro/enter.js. */
 export const stepEntering: 'frame' | 'run' = framed === undefined ? 'run' : 'frame';
 
 /**

@@ -81,8 +81,12 @@ function frameKey<S>(als: AsyncLocalStorage<S>): { key: symbol; FrameOf: FrameCl
   return found;
 }
 
-/** The entering described above, on the frames kept under `key`, made with `FrameOf`. */
-function frameEnter<S>(als: AsyncLocalStorage<S>, key: symbol, FrameOf: FrameClass): Enter<S> {
+/**
+ * The entering described above, on the frames kept under `key`, made with `FrameOf`. A change
+ * that cannot be carried out (another store's `enterWith` threw) goes to `onFault`, never to the
+ * app.
+ */
+function frameEnter<S>(als: AsyncLocalStorage<S>, key: symbol, FrameOf: FrameClass, onFault: (store: S, err: unknown) => void): Enter<S> {
   /** The frame `fn` left, when it is not the one the step entered. */
   let changed: Frame | undefined;
 
@@ -127,7 +131,11 @@ function frameEnter<S>(als: AsyncLocalStorage<S>, key: symbol, FrameOf: FrameCla
       if (changed !== undefined) {
         const f = changed;
         changed = undefined;
-        carry(before, f);
+        try {
+          carry(before, f);
+        } catch (err) {
+          onFault(store, err);
+        }
       }
     }
   };
@@ -152,11 +160,11 @@ function behaves<S>(als: AsyncLocalStorage<S>, enter: Enter<S>): boolean {
 }
 
 /** The cheaper entering where this Node has it (see above), else undefined. */
-export function frameEntering<S>(als: AsyncLocalStorage<S>): Enter<S> | undefined {
+export function frameEntering<S>(als: AsyncLocalStorage<S>, onFault: (store: S, err: unknown) => void): Enter<S> | undefined {
   try {
     const found = frameKey(als);
     if (found === undefined) return undefined;
-    const enter = frameEnter(als, found.key, found.FrameOf);
+    const enter = frameEnter(als, found.key, found.FrameOf, onFault);
     return behaves(als, enter) ? enter : undefined;
   } catch {
     return undefined;

@@ -151,6 +151,26 @@ describe('a callback step leaves the app’s own AsyncLocalStorage as a direct c
     expect(profiled[0]).toBeUndefined();
   });
 
+  test('an app store whose enterWith throws when done again: the step returns fn’s value and the fault goes to onInternalError', async () => {
+    class Once<T> extends AsyncLocalStorage<T> {
+      calls = 0;
+      override enterWith(store: T): void {
+        if (++this.calls > 1) throw new Error('entered twice');
+        super.enterWith(store);
+      }
+    }
+    const app = new Once<string>();
+    const faults: unknown[] = [];
+    const { result } = await withProfile(
+      'job',
+      () => scoped(() => step('sign in', () => (app.enterWith('user'), 'signed in'))),
+      { onInternalError: (err) => faults.push(err) },
+    );
+    expect(result).toBe('signed in');
+    // Only the frame path does the change again (on Node ≤ 22, als.run never needs to).
+    expect(faults.map((e) => (e as Error).message)).toEqual(stepEntering === 'frame' ? ['entered twice'] : []);
+  });
+
   test('every async resource a step makes is destroyed, for apps with async_hooks', async () => {
     const made = new Set<number>();
     const destroyed = new Set<number>();
