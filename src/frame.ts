@@ -46,9 +46,9 @@ function isFrame(v: unknown): v is Frame {
   return v !== null && typeof v === 'object' && typeof (v as Frame).get === 'function' && typeof (v as Frame).has === 'function';
 }
 
+/** The frame `r` keeps under `key` (checked to be one at load, so not again per step). */
 function frameOf(r: AsyncResource, key: symbol): Frame | undefined {
-  const v = (r as unknown as Record<symbol, unknown>)[key];
-  return isFrame(v) ? v : undefined;
+  return (r as unknown as Record<symbol, Frame | undefined>)[key];
 }
 
 /** `fn()` in a scope of its own: what it enters in any store is gone when it returns. */
@@ -98,7 +98,7 @@ function frameEnter<S>(als: AsyncLocalStorage<S>, key: symbol, FrameOf: FrameCla
       const left = new AsyncResource(TYPE, MANUAL);
       const f = frameOf(left, key);
       left.emitDestroy();
-      if (f !== undefined && (f !== entered || f.size !== size)) changed = f;
+      if (f !== entered || f.size !== size) changed = f;
     }
   }
 
@@ -120,10 +120,9 @@ function frameEnter<S>(als: AsyncLocalStorage<S>, key: symbol, FrameOf: FrameCla
     // The resource is made in the caller's frame and runs `fn` in the step's: its scope puts the
     // caller's frame back on the way out, and the step's frame is the one copy made.
     const r = new AsyncResource(TYPE, MANUAL);
-    const rec = r as unknown as Record<symbol, unknown>;
-    const before = rec[key] as Frame | undefined;
+    const before = frameOf(r, key);
     const entered = new FrameOf(als, store);
-    rec[key] = entered;
+    (r as unknown as Record<symbol, Frame>)[key] = entered;
     try {
       return r.runInAsyncScope(callAndCheck, null, entered, entered.size, fn) as T;
     } finally {
