@@ -131,6 +131,13 @@ const contenders = {
     const ours = await loadOurs();
     const { step } = ours;
     await baselines();
+    // The same calls before the profile as after it: on Node 24 a bare await's cost depends on
+    // what this process awaited before (V8's feedback: the bare await reads ~72 ns fresh and
+    // ~100-130 ns after `step('s', aw)` was measured, with no profile ever opened), so only a
+    // baseline with the same history isolates what the profile left behind.
+    await m('pre.step.off.sync', () => step('s', work));
+    await m('pre.step.off.async', () => step('s', aw));
+    await m('pre.bare.async', () => aw());
     await ours.withProfile('once', async () => {
       await step('a', aw);
     });
