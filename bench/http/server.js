@@ -5,11 +5,12 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { direct, entry, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
+import { floorOutputs, floorStep, floorView, installFloor } from './floor.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10'],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
@@ -30,6 +31,10 @@ if (ours) {
   // The reference profiler of the budget (bench/reference.js): every request profiled, the same
   // comment and header, none of miniprof's safety, store or links.
   s = process.env.MP_DIRECT === '1' ? direct : referencePageStep;
+} else if (config === 'floor') {
+  // The least any profiler meeting the contract must do for a developer request (floor.js).
+  s = floorStep;
+  if (floorOutputs) view = floorView;
 } else if (config === 'otel' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
@@ -95,6 +100,8 @@ const server = await servePage(framework, s, async (app) => {
     await installReference(framework, app, process.env.REF_OUTPUTS !== '0');
   } else if (config === 'hook') {
     emptyHook(framework, app);
+  } else if (config === 'floor') {
+    installFloor(framework, app);
   } else if (config.startsWith('otel') && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
