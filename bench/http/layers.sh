@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `bash bench/http/layers.sh <express|fastify> [pairs] [-- contest.js options]`: a developer
+# `bash bench/http/layers.sh [--floor] <express|fastify> [pairs] [-- contest.js options]`: a developer
 # request's CPU timed layer by layer under load, each layer a contest of its own
 # (bench/http/contest.js, A's CPU per request over B's; the µs are B's system and user CPU per
 # request less A's): Node's promise hooks with a store per request and nothing of miniprof; a
@@ -8,9 +8,13 @@
 # instructions, timed 2.7x (bench/RESULTS.md Run 35). Needs `npm run build`. Options after `--`
 # go to every contest (`--node PATH`, `--connections N`); not `--env-*` or `--flags-*`, which the
 # rows set themselves.
+# With `--floor`, the parts of the floor of a developer request instead (bench/http/floor.js), each
+# against no profiler: what the contract's parts cost at the least, in any implementation.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-fw=${1:?usage: bash bench/http/layers.sh <express|fastify> [pairs] [-- contest.js options]}
+floor=0
+if [ "${1:-}" = "--floor" ]; then floor=1; shift; fi
+fw=${1:?usage: bash bench/http/layers.sh [--floor] <express|fastify> [pairs] [-- contest.js options]}
 shift
 # `[pairs]` may be left out before `--`.
 pairs=3
@@ -25,6 +29,14 @@ row() {
   node bench/http/contest.js "$fw" "$@" "$pairs" 3 --keep 20000 ${EXTRA:+"${EXTRA[@]}"} | grep -E '^B against|^System'
 }
 EXTRA=("$@")
+if [ $floor = 1 ]; then
+  row 'a store entered per request, nothing else' none floor --env-b '{"FLOOR_STEPS":"none","FLOOR_OUTPUTS":"0"}'
+  row '+ the comment and Server-Timing, made once at start-up' none floor --env-b '{"FLOOR_STEPS":"none"}'
+  row '+ 10 steps of two clock reads, not entered (no outputs)' none floor --env-b '{"FLOOR_STEPS":"clock","FLOOR_OUTPUTS":"0"}'
+  row 'all but the steps entered (clock reads and outputs)' none floor --env-b '{"FLOOR_STEPS":"clock"}'
+  row 'the floor' none floor
+  exit 0
+fi
 row 'promise hooks and a store per request (nothing of miniprof)' none none --flags-b '["--import","./bench/http/als-store.js"]'
 row 'a profile per request (plain calls, no outputs, no store)' none dev-nostore --env-b "$OPEN"
 row 'the 10 steps' dev-nostore dev-nostore --env-a "$OPEN" --env-b "$STEPS"
