@@ -135,8 +135,15 @@ const contenders = {
     // what this process awaited before (V8's feedback: the bare await reads ~72 ns fresh and
     // ~100-130 ns after `step('s', aw)` was measured, with no profile ever opened), so only a
     // baseline with the same history isolates what the profile left behind.
+    // A direct call through a function of step()'s shape that has seen the same calls as step():
+    // once `step('s', aw)` was measured, the call of `fn` inside either is no longer to one
+    // function, and on Node 20 it costs ~2-3 ns more than the bare call of the process's baseline
+    // (bench/RESULTS.md Run 38). What the profile left in step() is measured over this one.
+    const direct = (_name, fn) => fn();
     await m('pre.step.off.sync', () => step('s', work));
+    await m('pre.direct.sync', () => direct('s', work));
     await m('pre.step.off.async', () => step('s', aw));
+    await m('pre.direct.async', () => direct('s', aw));
     await m('pre.bare.async', () => aw());
     await ours.withProfile('once', async () => {
       await step('a', aw);
@@ -145,6 +152,7 @@ const contenders = {
     // The hooks are released RELEASE_GRACE_MS (20 ms) after the last profile closed.
     await new Promise((r) => setTimeout(r, 60));
     await m('step.off.sync', () => step('s', work));
+    await m('direct.sync', () => direct('s', work));
     await m('step.off.async', () => step('s', aw));
     await m('released.bare.async', () => aw());
     // What the release saves: the same ALS entered once and left enabled.
