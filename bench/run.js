@@ -325,12 +325,15 @@ function budget(m, h) {
     const sx = (otel['step.on.sync'] - otel['in.bare.sync']) / (on['step.on.sync'] - on['in.bare.sync']);
     const ax = (otel['step.on.async'] - otel['in.bare.async']) / (on['step.on.async'] - on['in.bare.async']);
     // The same quotient over the floor of a step (two clock reads and `als.run`, no tree): the
-    // most any step timed with this clock could reach.
+    // most any step timed with this clock could reach. It bounds the item only where the floor is
+    // cheaper than miniprof's step: on Node 24 `als.run` copies the context frame twice and
+    // miniprof's step, which copies it once, comes in under it (bench/RESULTS.md Run 37).
     const fx = on['floor.sync'] === undefined ? NaN : (otel['step.on.sync'] - otel['in.bare.sync']) / (on['floor.sync'] - on['in.bare.sync']);
     const fax = on['floor.async'] === undefined ? NaN : (otel['step.on.async'] - otel['in.bare.async']) / (on['floor.async'] - on['in.bare.async']);
     const overFloor = (x) => (Number.isFinite(x) ? ` (over the floor of a step: ${f(x)}x)` : '');
-    add('OTel SDK span / our step, sync (overheads)', `${f(sx)}x${overFloor(fx)}`, '>= 10x', sx >= 10, fx < 10);
-    add('OTel SDK span / our step, async (overheads over the same await)', `${f(ax)}x${overFloor(fax)}`, '>= 10x', ax >= 10, fax < 10);
+    const floorMisses = (atFloor, ours) => atFloor >= ours && atFloor < 10;
+    add('OTel SDK span / our step, sync (overheads)', `${f(sx)}x${overFloor(fx)}`, '>= 10x', sx >= 10, floorMisses(fx, sx));
+    add('OTel SDK span / our step, async (overheads over the same await)', `${f(ax)}x${overFloor(fax)}`, '>= 10x', ax >= 10, floorMisses(fax, ax));
     // Not items: the reference step (bench/reference.js) on the same ALS and clock, same process.
     if (on['ref.step.sync'] !== undefined) {
       out.push(
