@@ -366,7 +366,7 @@ function budget(m, h) {
       const s = row(fw, 'none/dev');
       const fl = row(fw, 'none/floor');
       const atFloor = fl === undefined ? '' : `; the floor (bench/http/floor.js): ${x(fl)}`;
-      if (s !== undefined) add(`${name}, developer request${atFloor}`, x(s), `>= x${target}`, s.cpu >= target, fl !== undefined && fl.cpu < target);
+      if (s !== undefined) add(`${name}, developer request${atFloor}`, x(s), `>= x${target}`, s.cpu >= target, fl !== undefined && fl.cpu >= s.cpu && fl.cpu < target);
     }
     for (const [fw, name] of [
       ['express', 'Express'],
@@ -378,7 +378,7 @@ function budget(m, h) {
       const v = row(fw, 'otel-view/dev');
       const vf = row(fw, 'otel-view/floor');
       const vAtFloor = vf === undefined ? '' : `; the floor against it: ${x(vf)}`;
-      if (v !== undefined) add(`${name}, developer request against OTel showing the same view${vAtFloor}`, x(v), '>= x1.5', v.cpu >= 1.5, vf !== undefined && vf.cpu < 1.5);
+      if (v !== undefined) add(`${name}, developer request against OTel showing the same view${vAtFloor}`, x(v), '>= x1.5', v.cpu >= 1.5, vf !== undefined && vf.cpu >= v.cpu && vf.cpu < 1.5);
       // The item as the budget words it (10 steps, comment and header), like for like: see HTTP_ROWS.
       const n = row(fw, 'otel-view/dev-nostore');
       if (n !== undefined) add(`${name}, the same with the results store off (comment and header only, as OTel's view: nothing kept, no link headers)`, x(n), '>= x1.5', n.cpu >= 1.5);
