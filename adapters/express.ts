@@ -1,6 +1,6 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
-import { runInProfile } from '../src/context.js';
-import { report } from '../src/errors.js';
+import { runInProfile } from '../src/core/context.js';
+import { report } from '../src/core/errors.js';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
 import { headersSent, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 import { writeHeadWith, type ResMethod } from '../src/http/write-head.js';

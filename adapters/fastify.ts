@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { als, runInProfile } from '../src/context.js';
-import { report } from '../src/errors.js';
+import { als, runInProfile } from '../src/core/context.js';
+import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { delivered, ProfiledResponse, stripConditionals } from '../src/http/response.js';
 import { writeHeadWith, type ResMethod } from '../src/http/write-head.js';
-import type { TimingNode } from '../src/timing.js';
+import type { TimingNode } from '../src/core/timing.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';

@@ -1,7 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { renderServerTiming, renderText, step, withProfile } from '../src/index.js';
 import { loopSampling } from '../src/analysis/loop.js';
-import { als, openProfiles } from '../src/context.js';
+import { als, openProfiles } from '../src/core/context.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
 
 /** Busy work measured on the injected clock: the loop spins until the clock has moved `ms`. */

@@ -14,7 +14,7 @@ import { miniprof } from '../adapters/express.js';
 import { currentProfile, step, withProfile, type Profile, type TimingJSON } from '../src/index.js';
 import { deferred } from './helpers/clock.js';
 import { closeServers, get, serve, waitFor } from './helpers/http.js';
-import { openProfiles } from '../src/context.js';
+import { openProfiles } from '../src/core/context.js';
 
 function names(t: TimingJSON): string[] {
   return t.children.flatMap((c) => [c.name, ...names(c)]);

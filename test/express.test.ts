@@ -15,7 +15,7 @@ import express4 from 'express4';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
-import { als, openProfiles } from '../src/context.js';
+import { als, openProfiles } from '../src/core/context.js';
 import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { closeServers, get, leaveDuringBody, raw, serve, TEST_TLS, tlsGet, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 

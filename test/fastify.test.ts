@@ -11,7 +11,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import compress from '@fastify/compress';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/fastify.js';
-import { als, openProfiles } from '../src/context.js';
+import { als, openProfiles } from '../src/core/context.js';
 import { currentProfile, memoryStore, step } from '../src/index.js';
 import type { Profile, ProfileJSON, TimingJSON } from '../src/index.js';
 import { leaveDuringBody, TEST_TLS, tlsGet } from './helpers/http.js';

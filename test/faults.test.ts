@@ -13,7 +13,7 @@ import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
-import { openProfiles } from '../src/context.js';
+import { openProfiles } from '../src/core/context.js';
 import type { MiniprofOptions } from '../src/http/config.js';
 import { step } from '../src/index.js';
 import type { ProfileStore } from '../src/results/store.js';

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { step, timing, type ProfileJSON } from '../src/index.js';
-import { closeProfile, runInProfile } from '../src/context.js';
-import { resolveCore } from '../src/options.js';
-import { Profile } from '../src/profile.js';
+import { closeProfile, runInProfile } from '../src/core/context.js';
+import { resolveCore } from '../src/core/options.js';
+import { Profile } from '../src/core/profile.js';
 import { fakeClock, fixed } from './helpers/clock.js';
 
 /**

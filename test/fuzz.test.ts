@@ -13,9 +13,9 @@ import { parse } from 'parse5';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
-import { openProfiles } from '../src/context.js';
+import { openProfiles } from '../src/core/context.js';
 import { HTTP_KEYS } from '../src/http/config.js';
-import { CORE_KEYS } from '../src/options.js';
+import { CORE_KEYS } from '../src/core/options.js';
 import {
   currentProfile,
   renderHtmlComment,

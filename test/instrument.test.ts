@@ -17,7 +17,7 @@ import { freePort, startRedis, type RedisServer } from './helpers/redis-server.j
 // subscribers stop at the getStore() branch and build (allocate) nothing.
 const built = vi.hoisted(() => ({ n: 0 }));
 vi.mock('../src/names.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../src/names.js')>();
+  const real = await importOriginal<typeof import('../src/core/names.js')>();
   return {
     ...real,
     toText: (v: unknown, max: number) => {

@@ -1,10 +1,11 @@
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
-import { jsonBytes, jsonCopy, profileBytes } from '../src/json.js';
+import { jsonBytes, jsonCopy, profileBytes } from '../src/core/json.js';
 import { step, timing, withProfile } from '../src/index.js';
-import { closeProfile, runInProfile } from '../src/context.js';
-import { resolveCore } from '../src/options.js';
-import { Profile, type ProfileJSON } from '../src/profile.js';
+import { closeProfile, runInProfile } from '../src/core/context.js';
+import { resolveCore } from '../src/core/options.js';
+import { Profile } from '../src/core/profile.js';
+import type { ProfileJSON } from '../src/core/types.js';
 
 /** Strings that exercise every escaping and UTF-8 width: quotes, controls, DEL, 2-, 3- and 4-byte characters, lone surrogates. */
 const text = fc.oneof(

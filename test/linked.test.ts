@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LinkedSet, type Linked } from '../src/linked.js';
+import { LinkedSet, type Linked } from '../src/core/linked.js';
 
 class Item implements Linked {
   prevLink: Linked | null = null;

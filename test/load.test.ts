@@ -13,7 +13,7 @@ import Fastify from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
-import { openProfiles } from '../src/context.js';
+import { openProfiles } from '../src/core/context.js';
 import { currentProfile, memoryStore, step, type Profile, type TimingJSON } from '../src/index.js';
 import { closeServers, serve, track, waitFor } from './helpers/http.js';
 import { catchEscapes } from './helpers/escapes.js';

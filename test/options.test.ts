@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { step, withProfile, type CoreOptions } from '../src/index.js';
-import { CORE_KEYS } from '../src/options.js';
+import { CORE_KEYS } from '../src/core/options.js';
 
 interface Coded {
   name: string;

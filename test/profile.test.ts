@@ -5,10 +5,10 @@ import { join, resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { currentProfile, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { als } from '../src/context.js';
-import { resolveCore } from '../src/options.js';
-import { Profile } from '../src/profile.js';
-import type { TimingNode } from '../src/timing.js';
+import { als } from '../src/core/context.js';
+import { resolveCore } from '../src/core/options.js';
+import { Profile } from '../src/core/profile.js';
+import type { TimingNode } from '../src/core/timing.js';
 import { fakeClock, fixed } from './helpers/clock.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,6 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { currentProfile, step, withProfile } from '../src/index.js';
-import { als, openProfiles, RELEASE_GRACE_MS } from '../src/context.js';
+import { als, openProfiles, RELEASE_GRACE_MS } from '../src/core/context.js';
 import { sleep } from './helpers/clock.js';
 
 /**

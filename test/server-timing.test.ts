@@ -4,9 +4,9 @@ import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { renderServerTiming, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { MIN_MAX_BYTES } from '../src/render/server-timing.js';
-import { closeProfile, runInProfile } from '../src/context.js';
-import { resolveCore } from '../src/options.js';
-import { Profile } from '../src/profile.js';
+import { closeProfile, runInProfile } from '../src/core/context.js';
+import { resolveCore } from '../src/core/options.js';
+import { Profile } from '../src/core/profile.js';
 import { fakeClock, fixed } from './helpers/clock.js';
 
 interface Metric {

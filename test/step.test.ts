@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { currentProfile, step, timing, withProfile, type Profile, type TimingJSON } from '../src/index.js';
-import { als, openProfiles } from '../src/context.js';
-import type { TimingNode } from '../src/timing.js';
+import { als, openProfiles } from '../src/core/context.js';
+import type { TimingNode } from '../src/core/timing.js';
 import { deferred, fakeClock, fixed, sleep } from './helpers/clock.js';
 
 /** The tree without numbers, to check shape alone. */

@@ -1,12 +1,12 @@
 import http from 'node:http';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { closeProfile, openProfiles, runInProfile } from '../src/context.js';
+import { closeProfile, openProfiles, runInProfile } from '../src/core/context.js';
 import { unwatch, watched } from '../src/http/deadline.js';
 import { resolveHttp } from '../src/http/config.js';
 import { ProfiledResponse } from '../src/http/response.js';
 import { GivenHeaders, writeHeadWith, type ResMethod } from '../src/http/write-head.js';
-import { step } from '../src/step.js';
+import { step } from '../src/core/step.js';
 
 /** A response with no socket: setHeader and writeHead work on it all the same. */
 function response(): http.ServerResponse {

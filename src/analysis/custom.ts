@@ -1,26 +1,5 @@
-import type { CustomTimingJSON, TimingJSON } from '../profile.js';
+import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
-
-/** Per category, in the profile's JSON: how many custom timings, how long, how repetitive. */
-export interface CategorySummaryJSON {
-  category: string;
-  count: number;
-  durationMs: number;
-  /** Timings whose exact command (with its values) ran more than once. */
-  duplicate: number;
-  /** Timings in a group of similar commands (same shape once values are masked). */
-  similar: number;
-}
-
-/** A group of similar commands (the N+1 pattern): `id` is what each member's `similar` says. */
-export interface SimilarGroupJSON {
-  id: number;
-  category: string;
-  /** The shared shape, values masked whatever `redact` says. */
-  command: string;
-  count: number;
-  durationMs: number;
-}
 
 export interface CustomAnalysis {
   customSummary: CategorySummaryJSON[];

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { monotonic } from '../clock.js';
-import type { Profile } from '../profile.js';
-import { LinkedSet } from '../linked.js';
+import { monotonic } from '../core/clock.js';
+import type { Profile } from '../core/profile.js';
+import { LinkedSet } from '../core/linked.js';
 
 /**
  * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the

@@ -1,5 +1,5 @@
-import { codedError, describe } from '../errors.js';
-import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../options.js';
+import { codedError, describe } from '../core/errors.js';
+import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../core/options.js';
 import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';

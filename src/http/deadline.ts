@@ -1,5 +1,5 @@
-import { als } from '../context.js';
-import { LinkedSet, type Linked } from '../linked.js';
+import { als } from '../core/context.js';
+import { LinkedSet, type Linked } from '../core/linked.js';
 
 /** Something sealed when its time is up: a developer response still open after maxDurationMs. */
 export interface Expiring extends Linked {

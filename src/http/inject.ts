@@ -1,4 +1,4 @@
-import { debug } from '../errors.js';
+import { debug } from '../core/errors.js';
 
 /** Where an injected body came from: a string with Node's encoding, or bytes. */
 export type Body = string | Uint8Array;

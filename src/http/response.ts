@@ -1,17 +1,18 @@
 import { OutgoingMessage, ServerResponse } from 'node:http';
-import { closeProfile } from '../context.js';
-import { debug, report } from '../errors.js';
-import { toText } from '../names.js';
-import { Profile, type ProfileJSON } from '../profile.js';
+import { closeProfile } from '../core/context.js';
+import { debug, report } from '../core/errors.js';
+import { toText } from '../core/names.js';
+import { Profile } from '../core/profile.js';
+import type { ProfileJSON } from '../core/types.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
 import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
-import type { Linked } from '../linked.js';
-import { monotonic } from '../clock.js';
-import type { HeaderTarget } from './write-head.js';
+import type { Linked } from '../core/linked.js';
+import { monotonic } from '../core/clock.js';
+import type { HeaderTarget } from '../results/save.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 

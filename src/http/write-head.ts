@@ -1,15 +1,9 @@
 import { OutgoingMessage, ServerResponse } from 'node:http';
 import type { ProfiledResponse } from './response.js';
+import type { HeaderTarget } from '../results/save.js';
 
 /** `end` or `writeHead` as found on a response or a prototype. */
 export type ResMethod = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
-
-/** Where writeHeaders puts our headers: the response itself, or the headers given to writeHead. */
-export interface HeaderTarget {
-  getHeader(name: string): unknown;
-  setHeader(name: string, value: string | string[]): unknown;
-  removeHeader(name: string): void;
-}
 
 /**
  * The headers object an app gave writeHead, while the response has none of its own (Fastify

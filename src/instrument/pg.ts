@@ -1,4 +1,4 @@
-import { currentScope } from '../context.js';
+import { currentScope } from '../core/context.js';
 import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /** The part of a `pg` Pool or Client that is wrapped. */

@@ -1,8 +1,8 @@
-import { currentScope } from '../context.js';
-import { report } from '../errors.js';
-import { toText } from '../names.js';
-import type { Profile } from '../profile.js';
-import { CustomNode, F_ERROR, parentIn, RUNNING } from '../timing.js';
+import { currentScope } from '../core/context.js';
+import { report } from '../core/errors.js';
+import { toText } from '../core/names.js';
+import type { Profile } from '../core/profile.js';
+import { CustomNode, F_ERROR, parentIn, RUNNING } from '../core/timing.js';
 
 /** A custom timing opened by an instrumentation, to be closed by a later event. */
 export interface OpenCall {

@@ -1,5 +1,6 @@
-import { codedError, describe } from '../errors.js';
-import { Profile, type ProfileJSON } from '../profile.js';
+import { codedError, describe } from '../core/errors.js';
+import { Profile } from '../core/profile.js';
+import type { ProfileJSON } from '../core/types.js';
 
 /** Renderers take a live `Profile` or its JSON (for example one read back from a store). */
 export type Renderable = Profile | ProfileJSON;

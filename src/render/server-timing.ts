@@ -1,5 +1,5 @@
-import { codedError, describe } from '../errors.js';
-import type { ProfileJSON, TimingJSON } from '../profile.js';
+import { codedError, describe } from '../core/errors.js';
+import type { ProfileJSON, TimingJSON } from '../core/types.js';
 import { dataOf, type Renderable } from './data.js';
 import { ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';

@@ -1,9 +1,9 @@
-import type { ProfileJSON, TimingJSON } from '../profile.js';
+import type { ProfileJSON, TimingJSON } from '../core/types.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
 import { ms1, ms1With, tenths } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
-import { flat } from '../names.js';
+import { flat } from '../core/names.js';
 
 export interface TextOptions {
   /** Escape everything outside printable ASCII (for pages not in UTF-8). Default false. */

@@ -1,5 +1,5 @@
-import { codedError, describe } from '../errors.js';
-import { fnOption, intOption, invalid } from '../options.js';
+import { codedError, describe } from '../core/errors.js';
+import { fnOption, intOption, invalid } from '../core/options.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
 

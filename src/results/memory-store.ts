@@ -1,8 +1,8 @@
-import { codedError } from '../errors.js';
-import { jsonBytes, jsonCopy, profileBytes } from '../json.js';
-import { LinkedSet, type Linked } from '../linked.js';
-import { checkObject, fnOption, intOption } from '../options.js';
-import type { ProfileJSON } from '../profile.js';
+import { codedError } from '../core/errors.js';
+import { jsonBytes, jsonCopy, profileBytes } from '../core/json.js';
+import { LinkedSet, type Linked } from '../core/linked.js';
+import { checkObject, fnOption, intOption } from '../core/options.js';
+import type { ProfileJSON } from '../core/types.js';
 import { SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
 
 /** Options of {@link memoryStore}. */

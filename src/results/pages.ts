@@ -1,4 +1,4 @@
-import type { ProfileJSON } from '../profile.js';
+import type { ProfileJSON } from '../core/types.js';
 import { escapeHtml, jsonForScript, msText } from './html.js';
 import { summarize, type ProfileSummary } from './store.js';
 import { renderTimeline, rows } from './timeline.js';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { codedError, describe } from '../errors.js';
-import { checkObject, intOption, invalid } from '../options.js';
-import type { ProfileJSON } from '../profile.js';
+import { codedError, describe } from '../core/errors.js';
+import { checkObject, intOption, invalid } from '../core/options.js';
+import type { ProfileJSON } from '../core/types.js';
 import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
-import { withTimeout } from '../timeout.js';
+import { withTimeout } from './timeout.js';
 
 /** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
 export type RedisClientLike =

@@ -1,11 +1,11 @@
-import { report, type InternalErrorHandler } from '../errors.js';
+import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { HttpConfig } from '../http/config.js';
-import type { ProfileJSON } from '../profile.js';
+import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
-import { withTimeout } from '../timeout.js';
+import { withTimeout } from './timeout.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {

@@ -1,7 +1,13 @@
-import type { HeaderTarget } from '../http/write-head.js';
-import { report, type InternalErrorHandler } from '../errors.js';
-import type { ProfileJSON } from '../profile.js';
+import { report, type InternalErrorHandler } from '../core/errors.js';
+import type { ProfileJSON } from '../core/types.js';
 import { SAVE_SEALED, type ProfileStore, type SealedSave } from './store.js';
+
+/** Where writeHeaders puts our headers: the response itself, or the headers given to writeHead. */
+export interface HeaderTarget {
+  getHeader(name: string): unknown;
+  setHeader(name: string, value: string | string[]): unknown;
+  removeHeader(name: string): void;
+}
 
 /**
  * Store faults never reach the app: the request that made the profile is already answered.

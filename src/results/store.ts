@@ -1,4 +1,4 @@
-import type { ProfileJSON, TimingJSON } from '../profile.js';
+import type { ProfileJSON, TimingJSON } from '../core/types.js';
 
 /**
  * One row of the results list: what a developer needs to pick a profile, computed once when the

@@ -1,4 +1,4 @@
-import type { CustomTimingJSON, ProfileJSON, TimingJSON } from '../profile.js';
+import type { CustomTimingJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { escapeHtml, msText, num } from './html.js';
 import { hasDuplicate } from './store.js';
 

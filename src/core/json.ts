@@ -11,7 +11,7 @@
  * exhausted) rather than `JSON.stringify`'s TypeError; either way `save` rejects.
  */
 
-import type { ProfileJSON, TimingJSON } from './profile.js';
+import type { ProfileJSON, TimingJSON } from './types.js';
 
 /** `Buffer.byteLength(JSON.stringify(value))`, without building the string. */
 export function jsonBytes(value: unknown): number {

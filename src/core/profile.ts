@@ -1,77 +1,12 @@
 import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
-import { analyseCustom, type CategorySummaryJSON, type SimilarGroupJSON } from './analysis/custom.js';
+import { analyseCustom } from '../analysis/custom.js';
+import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
-import { isoTime } from './iso.js';
-import { uuid } from './id.js';
+import { randomUUID } from 'node:crypto';
 import { flat } from './names.js';
 import type { Linked } from './linked.js';
-
-/** One custom timing in the v1 JSON. */
-export interface CustomTimingJSON {
-  category: string;
-  command: string;
-  startMs: number;
-  durationMs: number;
-  error?: true;
-  unfinished?: true;
-  /** The same category and command, values included, ran more than once in this profile. */
-  duplicate?: true;
-  /** The id of this command's group of similar commands (`ProfileJSON.similar`), if it has one. */
-  similar?: number;
-}
-
-/** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
-export interface TimingJSON {
-  name: string;
-  startMs: number;
-  durationMs: number;
-  children: TimingJSON[];
-  custom?: CustomTimingJSON[];
-  error?: true;
-  unfinished?: true;
-  /** For a callback step that returned a promise: how long `fn` ran before it returned. */
-  syncMs?: number;
-  /** Its synchronous part (`syncMs`, or the whole of a synchronous step) exceeded `blockingMs`. */
-  blocking?: true;
-  /**
-   * When two or more children overlapped in time: the sum of their durations over this step's
-   * (≈N when N ran in parallel, ≈1 when they really took turns).
-   */
-  parallelism?: number;
-}
-
-/** What an HTTP adapter knows about the request; the path never has a query string. */
-export interface RequestInfo {
-  method: string;
-  path: string;
-  status?: number;
-  aborted?: true;
-}
-
-/** `Profile.toJSON()`: stable, versioned by `v`. */
-export interface ProfileJSON {
-  v: 1;
-  id: string;
-  name: string;
-  machine: string;
-  started: string;
-  durationMs: number;
-  droppedSteps: number;
-  warnings: string[];
-  request?: RequestInfo;
-  root: TimingJSON;
-  /** Custom timings per category, present when there are any. */
-  customSummary?: CategorySummaryJSON[];
-  /** Groups of similar custom timings (N+1), present when there are custom timings. */
-  similar?: SimilarGroupJSON[];
-  /**
-   * The largest event-loop delay seen while the profile was open, when it exceeded `blockingMs`
-   * (measured against real time, so only with the default clock).
-   */
-  eventLoopDelayMs?: number;
-}
 
 const MAX_WARNINGS = 20;
 
@@ -125,7 +60,7 @@ export class Profile implements Linked {
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
     this.config = config;
-    this.id = uuid();
+    this.id = randomUUID();
     this.name = name;
     this.machine = config.machine;
     // A `now` that gives no valid date (NaN, a string, an object whose conversion throws) would
@@ -326,7 +261,7 @@ export class Profile implements Linked {
     // any: this runs once per developer request (the seal reuses it). Two literals, not one with
     // `request` and `root` added after: those would live outside the object, +3,100 instructions
     // per Fastify developer request (`open` row, side by side).
-    const started = flat(isoTime(this.startedAt));
+    const started = new Date(this.startedAt).toISOString();
     const json: ProfileJSON =
       this.request === undefined
         ? { v: 1, id: this.id, name: this.name, machine: this.machine, started, durationMs: root.durationMs, droppedSteps: this.droppedSteps, warnings, root }

@@ -1,8 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
-import { loopClosed, loopOpened } from './analysis/loop.js';
-import { defaultOnInternalError, report } from './errors.js';
-import { frameEntering, type Enter } from './frame.js';
+import { loopClosed, loopOpened } from '../analysis/loop.js';
 import type { TimingNode } from './timing.js';
 
 /**
@@ -41,17 +39,10 @@ export function currentScope(): TimingNode | undefined {
   return open === 0 ? undefined : als.getStore();
 }
 
-const framed = releasesHooks ? undefined : frameEntering(als, (t, err) => report(t.profile?.config.onInternalError ?? defaultOnInternalError, err));
-
-/** How callback steps enter their timing here: `'frame'` (src/frame.ts) or `'run'`. For the tests and bench/micro/enter.js. */
-export const stepEntering: 'frame' | 'run' = framed === undefined ? 'run' : 'frame';
-
-/**
- * Run `fn` with the callback step `t` as the store. `als.run` on Node ≤ 22, where it only swaps a
- * property of the current async resource; on Node 24+ one copy of the context frame instead of
- * `als.run`'s two (src/frame.ts).
- */
-export const runStep: Enter<TimingNode> = framed ?? ((t, fn) => als.run(t, fn));
+/** Run `fn` with the callback step `t` as the store of what it starts. */
+export function runStep<R>(t: TimingNode, fn: () => R): R {
+  return als.run(t, fn);
+}
 
 /** Run `fn(...args)` with `profile`'s root as the store: the only way miniprof enters a profile. */
 export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...args: A) => R, ...args: A): R {

@@ -2,7 +2,7 @@ import { closeProfile, currentScope, runInProfile, runStep } from './context.js'
 import { report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
-import { instrument } from './instrument/channels.js';
+import { instrument } from '../instrument/channels.js';
 import { Profile } from './profile.js';
 import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
 
