@@ -2,13 +2,16 @@ import { codedError, describe } from '../core/errors.js';
 import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../core/options.js';
 import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
+import { localDeveloper, type Headers } from './proxy.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
 export interface MiniprofOptions<Req> extends CoreOptions {
   /**
    * Who is profiled. Sync or async. When unset: nobody under `NODE_ENV=production`, otherwise
-   * only loopback peers (127.0.0.0/8, ::1), judged from the socket, never from `X-Forwarded-For`.
+   * only loopback peers (127.0.0.0/8, ::1), judged from the socket, never from `X-Forwarded-For`,
+   * and never a request that came through a proxy (one with `Forwarded`, `X-Forwarded-For`,
+   * `X-Real-IP` or `Via`): to profile through a proxy or tunnel, set `isDeveloper` or use opt-in.
    * If it throws or rejects, the request is not a developer's (and the fault is reported).
    */
   isDeveloper?: (req: Req) => boolean | Promise<boolean>;
@@ -63,12 +66,13 @@ export function resolveHttp<Req>(
   what: string,
   peer: (req: Req) => string | undefined,
   extraKeys: readonly string[] = [],
+  headers: (req: Req) => Headers | undefined = (req) => (req as { headers?: Headers }).headers,
 ): HttpConfig<Req> {
   const o = checkObject(options, [...HTTP_KEYS, ...extraKeys], what);
   const core = resolveCore(o);
   let isDeveloper = fnOption<((req: Req) => unknown) | undefined>(o, 'isDeveloper', undefined);
   if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
-    isDeveloper = (req) => isLoopback(peer(req));
+    isDeveloper = localDeveloper(peer, headers);
   }
   const cfg: HttpConfig<Req> = {
     core,
@@ -101,12 +105,4 @@ function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {
     maxBytes: intOption(o, 'maxBytes', DEFAULT_MAX_BYTES, MIN_MAX_BYTES, 1 << 20),
     crossOrigin: boolOption(o, 'crossOrigin', false),
   };
-}
-
-/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6. The socket's address, never a header. */
-export function isLoopback(addr: string | undefined): boolean {
-  if (addr === undefined) return false;
-  if (addr === '::1') return true;
-  if (addr.startsWith('::ffff:')) addr = addr.slice(7);
-  return addr.startsWith('127.') && /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(addr);
 }
