@@ -111,4 +111,43 @@ describe.each(ADAPTERS)('%s', (_name, start) => {
     const r = await raw(app, { path: '/page', headers: { 'X-Forwarded-For': '192.0.2.60', Via: '1.1 x' } });
     expect(profiled(r)).toBe(true);
   });
+
+  it('F2: a developer’s profiled page through nginx proxy_cache (X-Accel-Expires: 60) is never served to the next visitor', async () => {
+    // The app's own opt-in through the proxy: a header the developer's browser sends.
+    const app = await start(
+      { isDeveloper: (req: { headers: Record<string, unknown> }) => req.headers['x-dev'] === 'yes' },
+      { 'X-Accel-Expires': '60', 'Surrogate-Control': 'max-age=60', 'CDN-Cache-Control': 'max-age=60', Expires: 'Thu, 01 Jan 2099 00:00:00 GMT', 'Cache-Control': 'public, max-age=60' },
+    );
+    const front = await proxy(
+      app,
+      `proxy_cache mp; add_header X-Cache $upstream_cache_status always;`,
+      `proxy_cache_path {{dir}}/cache keys_zone=mp:1m;`,
+    );
+    const dev = await raw(front, { path: '/page', headers: { 'X-Dev': 'yes' } });
+    expect(dev.status).toBe(200);
+    expect(profiled(dev)).toBe(true);
+    const anon = await raw(front, { path: '/page' });
+    expect(anon.status).toBe(200);
+    expect(profiled(anon)).toBe(false);
+    expect(anon.payload.toString()).toBe(PAGE);
+    expect(anon.headers['x-cache']).toEqual(['MISS']);
+    for (const name of ['x-accel-expires', 'surrogate-control', 'cdn-cache-control', 'expires', 'etag']) {
+      expect(dev.headers[name], name).toBeUndefined();
+    }
+    expect(dev.headers['cache-control']).toEqual(['private, no-store']);
+    expect(dev.headers['vary']).toEqual(['*']);
+    // The app's unprofiled page is cached as the app asked: the promise only covers profiled ones.
+    const again = await raw(front, { path: '/page' });
+    expect(again.headers['x-cache']).toEqual(['HIT']);
+    expect(again.payload.toString()).toBe(PAGE);
+    expect(again.headers['x-accel-expires']).toBeUndefined(); // nginx consumes it
+    expect(again.headers['cache-control']).toEqual(['public, max-age=60']);
+  });
+
+  it('F2: an unprofiled response keeps every cache header the app set', async () => {
+    const set = { 'X-Accel-Expires': '60', 'Surrogate-Control': 'max-age=60', 'CDN-Cache-Control': 'max-age=60', Expires: 'Thu, 01 Jan 2099 00:00:00 GMT', Vary: 'Accept-Language' };
+    const app = await start({ isDeveloper: () => false }, set);
+    const r = await raw(app, { path: '/page' });
+    for (const [k, v] of Object.entries(set)) expect(r.headers[k.toLowerCase()], k).toEqual([v]);
+  });
 });

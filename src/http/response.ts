@@ -7,7 +7,8 @@ import type { ProfileJSON } from '../core/types.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import type { HttpConfig } from './config.js';
-import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
+import { uncacheable } from './cache.js';
+import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import type { Linked } from '../core/linked.js';
@@ -123,11 +124,7 @@ export class ProfiledResponse implements Expiring {
   writeHeaders(h: HeaderTarget): void {
     if (this.hijacked) return;
     try {
-      // no-transform stays: compression() reads it in a header hook that runs after this one.
-      h.setHeader('Cache-Control', noTransform(h) ? 'private, no-store, no-transform' : 'private, no-store');
-      // Looked up first: with no ETag (Express's `etag` off, a stream, most Fastify replies) there
-      // is nothing to remove, and reading `removeHeader` of an Express `res` was a stub-cache miss.
-      if (h.getHeader('etag') !== undefined) h.removeHeader('etag');
+      uncacheable(h);
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
       if (st === null) return;
