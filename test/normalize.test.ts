@@ -10,7 +10,16 @@ import { fakeClock, fixed } from './helpers/clock.js';
 describe('redact: values masked, shape kept', () => {
   const cases: [string, string][] = [
     ["select * from users where name = 'bob' and id = 42", 'select * from users where name = ? and id = ?'],
-    ["select 'it''s', 'a\\'b', \"Name\" from t1 limit 10", 'select ?, ?, "Name" from t1 limit ?'],
+    ["select 'it''s', 'a\\'b', \"Name\" from t1 limit 10", 'select ?, ?, ? from t1 limit ?'],
+    // A4 (issue 51, F4): what the supported drivers send.
+    ['select $$it\'s a secret$$, $body$ $$ nested $x$ $body$ from t', 'select ?, ? from t'],
+    ['select $fn$ unterminated to the end', 'select ?'],
+    ['select * from t where a = $1 and b = $2', 'select * from t where a = $1 and b = $2'],
+    ['select * from users where name = "bob" and pw = "a\\"b"', 'select * from users where name = ? and pw = ?'],
+    ['insert into "t" ("a", "b") values ("x", "y")', 'insert into "t" (?, ?) values (?, ?)'],
+    ['select "t"."Name" as "n" from "public"."t" join "u" on "u"."id" = "t"."id"', 'select "t"."Name" as "n" from "public"."t" join "u" on "u"."id" = "t"."id"'],
+    ['GET https://user:p@ss@api.example.com/v1', 'GET https://?@api.example.com/v1'],
+    ['redis://:s3cr@t@127.0.0.1:6379/0', 'redis://?@127.0.0.1:6379/?'],
     ['select * from t where x = $1 and y = ?', 'select * from t where x = $1 and y = ?'],
     ['GET http://127.0.0.1:8080/users/42?token=abc&page=2', 'GET http://127.0.0.1:8080/users/??token=?&page=?'],
     ['GET https://user:pw@api.example.com/v1/items', 'GET https://?@api.example.com/v1/items'],
@@ -106,19 +115,29 @@ describe('properties', () => {
     ];
   }
 
+  /** What can stand in a URL's authority unencoded, `@` and `:` included. */
+  const url = (s: string) => s.replace(/[^A-Za-z0-9@:!$&'()*+,;=._~-]/g, '@');
+
   function commandsWith(s: string, n: number): [string, string][] {
     return [
       ['sql', `select * from users where name = ${mysql.escape(s)} and id = ${n}`],
       ['sql', `select * from users where name = ${pg.Client.prototype.escapeLiteral(s)}`],
       ['sql', `select * from t where id in (${n}, ${n + 1})`],
       ['http', `GET http://127.0.0.1:8080/search?q=${encodeURIComponent(s)}&id=${n}`],
+      // F4: PostgreSQL dollar quotes, MySQL double-quoted strings, a raw `@` in a URL password.
+      ['sql', `select $$${s.replaceAll('$$', '$ $')}$$ as a`],
+      ['sql', `select $tag$${s.replaceAll('$tag$', '$ta g$')}$tag$ as a`],
+      ['sql', `select * from users where name = "${s.replace(/[\\"]/g, '\\$&')}" and id = ${n}`],
+      ['sql', `insert into t (a) values ("${s.replace(/[\\"]/g, '\\$&')}")`],
+      ['http', `GET https://admin:${url(s)}@db.example.com/x`],
+      ['redis', `CONNECT redis://:${url(s)}@127.0.0.1:6379/0`],
       ['redis', `GET session:${n}`],
       // Values sent apart from the text (pg, mysql2 execute), as the instrumentations append them.
       ['sql', withParams('select * from t where a = $1 and b = $2', [s, n, { s }, [s]])],
     ];
   }
 
-  test('A5: redaction: no masked value ever appears in any output (text, comment, header, JSON)', async () => {
+  test('A5, F4: redaction: no masked value ever appears in any output (text, comment, header, JSON)', async () => {
     await fc.assert(
       fc.asyncProperty(secret, fc.integer({ min: 1_000_000_000, max: 2_000_000_000 }), async (s, n) => {
         for (const out of await outputs(commandsWith(s, n))) {
@@ -148,6 +167,9 @@ describe('redact and normalize stay linear on hostile text', () => {
     ['single quotes with escapes ending in a lone backslash', "'\\"],
     ['dotted words (a scheme could start at every letter)', 'a.'],
     ['hyphenated words', 'a-'],
+    ['dollar quotes that never close (F4)', '$a$'],
+    ['authorities full of @ (F4)', 'a://x@@:'],
+    ['double-quoted strings after FROM (F4)', 'from "x"'],
   ])('%s', (_, unit) => {
     const text = unit.repeat(200_000);
     const shape = normalize(text);

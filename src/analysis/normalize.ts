@@ -5,11 +5,17 @@
  * 1. a single-quoted string (also `E'…'`, `N'…'`, `X'…'`, `B'…'`), with `''` and backslash escapes (MySQL's, which mysql2 uses when it
  *    interpolates values), running to the end of the text if it is unterminated (cut at
  *    `maxCommandLength`): masked;
- * 2. a double-quoted name (an identifier in standard SQL): kept;
- * 3. a URL's scheme and host: kept, but any `user:password@` is masked;
- * 4. a query parameter's value (`?key=value`, `&key=value`): masked, the key kept;
- * 5. a UUID, or a run of 16+ hex digits with a digit in it (an object id): masked;
- * 6. a number that is not part of a name (`42`, `-3.5`, `0x1f`; not `t1`, `$1`, `a.5`), with its
+ * 2. a PostgreSQL dollar-quoted string (`$$…$$`, `$tag$…$tag$`), to its closing tag or the end:
+ *    masked;
+ * 3. a double-quoted string: a string literal in MySQL's default mode, an identifier in standard
+ *    SQL and PostgreSQL. Nothing in the text says which, so it is masked unless it stands where
+ *    only a name can (see `nameAt`);
+ * 4. a URL's scheme and host: kept, but any `user:password@` is masked, up to the last `@` of
+ *    the authority (a raw `@` in a password is common and RFC 3986 does not stop parsers from
+ *    taking it);
+ * 5. a query parameter's value (`?key=value`, `&key=value`): masked, the key kept;
+ * 6. a UUID, or a run of 16+ hex digits with a digit in it (an object id): masked;
+ * 7. a number that is not part of a name (`42`, `-3.5`, `0x1f`; not `t1`, `$1`, `a.5`), with its
  *    sign unless that is an operator (`a-1`, `(x)-1`): masked.
  */
 // Linear on any input: a quoted literal, once started, cannot fail (a lone trailing backslash is
@@ -17,15 +23,39 @@
 // text; and a scheme can only start where a run of scheme characters starts (`a.a.a…` would
 // otherwise offer a start at every letter). Quadratic inputs took ~0.8 s per 50,000 characters.
 const LITERAL =
-  /(?:(?<![\w$])[enbx])?'(?:[^'\\]|\\[\s\S]?|'')*(?:'|$)|("(?:[^"\\]|\\[\s\S]?)*(?:"|$))|((?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@?#]*@)?([^/\s?#]*)|([?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.)\]])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
+  /(?:(?<![\w$])[enbx])?'(?:[^'\\]|\\[\s\S]?|'')*(?:'|$)|(?<![\w$])\$(?<tag>[a-z_][a-z0-9_]*)?\$[\s\S]*?(?:\$\k<tag>\$|$)|(?<dq>"(?:[^"\\]|\\[\s\S]?)*(?:"|$))|(?<scheme>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*:\/\/)(?:[^/\s?#]*@)?(?<host>[^/\s?#@]*)|(?<key>[?&][^=&\s#?]+=)[^&\s#]*|(?<![\w$.)\]])(?:(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?=[a-f]*\d)[0-9a-f]{16,})(?![\w-])|(?:0x[0-9a-f]+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?!\w))/gi;
 
 const MASK = '?';
 
-function mask(m: string, quoted?: string, scheme?: string, host?: string, key?: string): string {
-  if (quoted !== undefined) return quoted;
-  if (scheme !== undefined) return m.includes('@') ? `${scheme}${MASK}@${host}` : m;
-  if (key !== undefined) return key + MASK;
+interface Groups {
+  dq?: string;
+  scheme?: string;
+  host?: string;
+  key?: string;
+}
+
+function mask(m: string, ...rest: unknown[]): string {
+  const g = rest[rest.length - 1] as Groups;
+  if (g.dq !== undefined) return nameAt(rest[rest.length - 2] as string, rest[rest.length - 3] as number, m.length) ? m : MASK;
+  if (g.scheme !== undefined) return m.length > g.scheme.length + g.host!.length ? `${g.scheme}${MASK}@${g.host}` : m;
+  if (g.key !== undefined) return g.key + MASK;
   return MASK;
+}
+
+/** The words after which standard SQL takes a table, column or alias name, never a value. */
+const NAME_BEFORE = /(?:^|[^\w$])(?:from|join|into|update|table|as)\s*$/i;
+
+/**
+ * A double-quoted token at `at` is a name (kept) where a value cannot stand: part of a qualified
+ * name (`"t"."c"`, next to a dot), or right after `FROM`, `JOIN`, `INTO`, `UPDATE`, `TABLE` or
+ * `AS`. Everywhere else (after `=`, `(`, `,`, `SELECT`…) it may be MySQL's string literal, and
+ * is masked: a PostgreSQL column name masked there is a loss of detail, a MySQL value kept
+ * there would be a leak. The look-back is bounded, so the scan stays linear.
+ */
+function nameAt(text: string, at: number, length: number): boolean {
+  if (text.charCodeAt(at + length) === 0x2e) return true;
+  const before = text.slice(Math.max(0, at - 12), at);
+  return /\.\s*$/.test(before) || NAME_BEFORE.test(before);
 }
 
 /**
@@ -33,7 +63,8 @@ function mask(m: string, quoted?: string, scheme?: string, host?: string, key?: 
  * and credentials, ids. The shape stays readable (`select * from users where id = ?`). This is
  * what every output shows unless the app opts out with `redact: false`.
  *
- * Not masked: double-quoted text (SQL identifiers), and names with digits in them (`t1`, `$1`).
+ * Not masked: double-quoted names where only a name can stand (`FROM "users"`, `"t"."c"`), and
+ * names with digits in them (`t1`, `$1`).
  * In a PostgreSQL-style string a backslash right before a quote is read as an escape, which can
  * leave the rest of that literal unmasked; interpolating values into SQL text is what mysql2
  * does (with backslash escapes), while pg sends them as separate parameters.
