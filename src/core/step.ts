@@ -32,7 +32,19 @@ export function step(name: string): Timing;
 export function step<T>(name: string, fn?: () => T): T | Timing {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return fn === undefined ? NOOP_TIMING : fn();
-  return fn === undefined ? open(scope, scope.profile, name) : run(scope, scope.profile, name, fn);
+  if (fn === undefined) return open(scope, scope.profile, name);
+  // Past maxDepth or maxSteps, fn is called from here, as outside a profile: one frame (this one)
+  // between the caller and fn, so deep synchronous recursion through step() reaches about the
+  // same depth for a developer as for anyone else (test/depth.test.ts). Few locals, for the
+  // same reason: they make this frame, which everyone's recursion pays, larger.
+  const parent = admitted(scope);
+  return parent === null ? fn() : run(scope.profile, parent, name, fn);
+}
+
+/** The parent a new step goes under, or null when maxSteps or maxDepth drops it (counted). */
+function admitted(scope: TimingNode): TimingNode | null {
+  const parent = parentIn(scope);
+  return admit(scope.profile!, parent) ? parent : null;
 }
 
 /**
@@ -111,9 +123,8 @@ function admit(profile: Profile, parent: TimingNode): boolean {
   return false;
 }
 
-function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T): T {
-  const parent = parentIn(scope);
-  if (!admit(profile, parent)) return fn();
+/** A step admitted under `parent`: `fn` runs as its store. */
+function run<T>(profile: Profile, parent: TimingNode, name: string, fn: () => T): T {
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
   let r: T;
   try {
