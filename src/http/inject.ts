@@ -1,4 +1,5 @@
 import { debug } from '../core/errors.js';
+import { insertionPoint } from './insert.js';
 
 /** Where an injected body came from: a string with Node's encoding, or bytes. */
 export type Body = string | Uint8Array;
@@ -70,51 +71,19 @@ function skip(why: string): null {
 }
 
 /**
- * Put `comment` before the last `</body` (any case), else at the end. A string stays a string
- * (Node encodes it with the response's encoding); bytes stay bytes, the comment written in UTF-8
- * (it is pure ASCII unless the page is UTF-8).
+ * Put `comment` where it is inert (see insertionPoint: before the last `</body>` tag, else at the
+ * end of a document that ends in ordinary text), or return null to leave the body alone. A string
+ * stays a string (Node encodes it with the response's encoding); bytes stay bytes, read as latin1
+ * so offsets are byte offsets, the comment written in UTF-8 (it is pure ASCII unless the page is
+ * UTF-8).
  */
-export function splice(body: Body, comment: string): Body {
+export function splice(body: Body, comment: string): Body | null {
   if (typeof body === 'string') {
-    const at = lastBodyClose(body);
-    return at === -1 ? body + comment : body.slice(0, at) + comment + body.slice(at);
+    const at = insertionPoint(body);
+    return at === -1 ? null : body.slice(0, at) + comment + body.slice(at);
   }
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const at = lastBodyClose(bytes.toString('latin1'));
-  const c = Buffer.from(comment, 'utf8');
-  return at === -1 ? Buffer.concat([bytes, c]) : Buffer.concat([bytes.subarray(0, at), c, bytes.subarray(at)]);
-}
-
-/** Index of the last `</body` followed by `>`, whitespace, `/` or the end; latin1 keeps byte offsets. */
-export function lastBodyClose(s: string): number {
-  // Pages end with their `</body>`, a few characters from the end: read those by hand. Each
-  // `lastIndexOf` is a call into V8's runtime, and the check made two strings for each `</` it
-  // found (`</html>`, then `</body>`). A page with no `</body` near its end gets the runtime's
-  // search, which is faster over a long string.
-  const stop = s.length > TAIL ? s.length - TAIL : 0;
-  for (let i = s.length - 6; i >= stop; i--) {
-    if (s.charCodeAt(i) === 0x3c && isBodyClose(s, i)) return i;
-  }
-  let from = stop;
-  while (from > 0) {
-    const i = s.lastIndexOf('</', from - 1);
-    if (i === -1) return -1;
-    if (isBodyClose(s, i)) return i;
-    from = i;
-  }
-  return -1;
-}
-
-/** How far from the end `lastBodyClose` reads by hand. */
-const TAIL = 256;
-
-/**
- * `</body` at `i` (any case: `| 0x20` lowercases an ASCII letter, and no other character turns
- * into one of these four), then the end or a character that ends a tag name.
- */
-function isBodyClose(s: string, i: number): boolean {
-  if (s.charCodeAt(i + 1) !== 0x2f) return false;
-  if ((s.charCodeAt(i + 2) | 0x20) !== 0x62 || (s.charCodeAt(i + 3) | 0x20) !== 0x6f || (s.charCodeAt(i + 4) | 0x20) !== 0x64 || (s.charCodeAt(i + 5) | 0x20) !== 0x79) return false;
-  const next = s.charCodeAt(i + 6);
-  return Number.isNaN(next) || next === 0x3e || next === 0x2f || next === 0x20 || (next >= 0x09 && next <= 0x0d);
+  const at = insertionPoint(bytes.toString('latin1'));
+  if (at === -1) return null;
+  return Buffer.concat([bytes.subarray(0, at), Buffer.from(comment, 'utf8'), bytes.subarray(at)]);
 }
