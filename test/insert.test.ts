@@ -2,7 +2,8 @@
 // the oracle: for any page and any step names, the page with the comment parses to the page's
 // own tree plus exactly one comment node, or the page is left as it was. Then Chromium on a real
 // Express app: the crafted path `/docs/x*/alert(document.domain)/*` in a page whose only
-// `</body>` is inside a script runs nothing. 
+// `</body>` is inside a script runs nothing. F8: a body with a UTF-16 byte order mark gets no
+// comment.
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { parse, type DefaultTreeAdapterMap } from 'parse5';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { miniprof } from '../adapters/express.js';
-import { splice } from '../src/http/inject.js';
+import { injectable, splice } from '../src/http/inject.js';
 import { renderHtmlComment, step, withProfile } from '../src/index.js';
 import { closeServers, raw, serve } from './helpers/http.js';
 import { fakeClock, fixed } from './helpers/clock.js';
@@ -147,6 +148,34 @@ describe('F3: where the comment goes (parse5 as the oracle)', () => {
       Buffer.from('<body>\u00e9\r\n<script>"</body>"</script><!--c--></body>', 'utf8'),
     );
     expect(splice(Buffer.from('<body>\u00e9</body>', 'latin1'), '<!--c-->')).toEqual(Buffer.from('<body>\u00e9<!--c--></body>', 'latin1'));
+  });
+});
+
+describe('F8: UTF-16 recognised by its byte order mark', () => {
+  const view = (type: string) => ({ getHeader: (name: string) => (name === 'content-type' ? type : undefined) });
+  it.each([
+    ['UTF-16LE BOM, no charset', 'text/html', Buffer.from('\ufeff<p>x</p></body>', 'utf16le')],
+    ['UTF-16LE BOM, a wrong utf-8 charset', 'text/html; charset=utf-8', Buffer.from('\ufeff<p>x</p></body>', 'utf16le')],
+    ['UTF-16BE BOM, a wrong utf-8 charset', 'text/html; charset=UTF-8', Buffer.from('\ufeff<p>x</p></body>', 'utf16le').swap16()],
+    ['UTF-16BE BOM, latin1', 'text/html; charset=iso-8859-1', Buffer.from('\ufeff<p>x</p></body>', 'utf16le').swap16()],
+  ])('F8: %s: no comment', (_what, type, body) => {
+    expect(injectable(view(type), 200, 'GET', body)).toBeNull();
+  });
+
+  it('F8: a UTF-8 BOM is UTF-8: the comment goes in', () => {
+    expect(injectable(view('text/html'), 200, 'GET', Buffer.from('\ufeff<p>x</p>', 'utf8'))).toBe('ascii');
+    expect(injectable(view('text/html; charset=utf-8'), 200, 'GET', Buffer.from('\ufeff<p>x</p>', 'utf8'))).toBe('utf8');
+  });
+
+  it('F8: end to end on Express: a UTF-16 page sent as bytes with a utf-8 charset is sent untouched', async () => {
+    const body = Buffer.from('\ufeff<!doctype html><html><body><p>x</p></body></html>', 'utf16le');
+    const app = express();
+    app.use(miniprof({ isDeveloper: () => true, onInternalError: (e) => { throw e; } }));
+    app.get('/', (_req, res) => res.type('text/html; charset=utf-8').send(body));
+    const port = await serve(app as unknown as http.RequestListener);
+    const r = await raw(port, { path: '/' });
+    expect(r.headers['server-timing']).toBeDefined();
+    expect(r.payload.equals(body)).toBe(true);
   });
 });
 

@@ -31,6 +31,7 @@ export function injectable(h: HeaderView, status: number, method: string, body: 
   if (NO_BODY_STATUS.has(status) || status < 200) return skip(`status ${status}`);
   if (typeof body !== 'string' && !(body instanceof Uint8Array)) return skip('body is not one string or buffer');
   if (body.length === 0) return skip('empty body');
+  if (utf16Bom(body)) return skip('UTF-16 byte order mark');
   const given = headerString(h.getHeader('content-type'));
   // What Express and Fastify set for an HTML string, and most apps: no lowercase copy, no slices.
   const type = given === HTML_UTF8 ? given : given.toLowerCase();
@@ -86,4 +87,14 @@ export function splice(body: Body, comment: string): Body | null {
   const at = insertionPoint(bytes.toString('latin1'));
   if (at === -1) return null;
   return Buffer.concat([bytes.subarray(0, at), Buffer.from(comment, 'utf8'), bytes.subarray(at)]);
+}
+
+/**
+ * A UTF-16 byte order mark (FF FE or FE FF): browsers decode the page as UTF-16 whatever the
+ * `Content-Type` charset says (the HTML standard's encoding sniffing puts the BOM first), so an
+ * ASCII comment spliced in would be garbage or worse.
+ */
+function utf16Bom(body: string | Uint8Array): boolean {
+  if (typeof body === 'string' || body.length < 2) return false;
+  return (body[0] === 0xff && body[1] === 0xfe) || (body[0] === 0xfe && body[1] === 0xff);
 }
