@@ -93,7 +93,7 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): (re
   /** A results page for a developer, or the app's own answer (404/405) when we serve nothing there. */
   function answer(req: Req, res: ServerResponse, next: Next, dev: Developer, url: string): void {
     const https = (req as { secure?: boolean }).secure === true || (req.socket as { encrypted?: boolean }).encrypted === true;
-    serveResults(results!, dev, req.method, url, https, cfg.core.onInternalError).then(
+    serveResults(results!, dev, req.method, url, https, cfg.core.onInternalError, req.headers).then(
       (r) => (r === null ? next() : write(res, r)),
       (err: unknown) => {
         report(cfg.core.onInternalError, err);

@@ -176,7 +176,7 @@ function instrument(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, re
  * or its 404 handler exactly as without the plugin.
  */
 function answer(cfg: HttpConfig<FastifyRequest>, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
-  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, request.protocol === 'https', cfg.core.onInternalError).then(
+  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, request.protocol === 'https', cfg.core.onInternalError, request.raw.headers).then(
     (r) => (r === null ? next() : reply.code(r.status).headers(r.headers).send(r.body)),
     (err: unknown) => {
       report(cfg.core.onInternalError, err);

@@ -1569,9 +1569,11 @@ describe('HTTPS: Express 5 behind https.createServer, on a real TLS socket', () 
     const saved = await store.get('peer:127.0.0.1', r.res.headers['x-miniprof-id'] as string);
     expect(saved?.request).toEqual({ method: 'GET', path: '/page', status: 200 });
 
-    const optIn = await tlsGet(port, '/_miniprof/opt-in', { 'x-dev': '1' });
+    // A public host name, so only the TLS socket can make the cookie Secure (F5: __Host-).
+    const site = { 'x-dev': '1', Host: 'app.example.test', Origin: 'https://app.example.test' };
+    const optIn = await tlsGet(port, '/_miniprof/opt-in', site, 'POST');
     expect(optIn.res.statusCode).toBe(303);
-    expect(optIn.res.headers['set-cookie']![0]).toMatch(/^miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
+    expect(optIn.res.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Strict; Secure$/);
   });
 });
 

@@ -1605,9 +1605,10 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
     expect(outsider.headers[':status']).toBe(404);
     expect(JSON.parse(outsider.body)).toEqual({ message: `Route GET:/_miniprof/${id}.json not found`, error: 'Not Found', statusCode: 404 });
     // Fastify reads the protocol from the TLS socket behind the HTTP/2 stream.
-    const optIn = await h2get(url, '/_miniprof/opt-in', dev);
+    // A public host name, so only the TLS socket can make the cookie Secure (F5: __Host-).
+    const optIn = await h2get(url, '/_miniprof/opt-in', { ...dev, ':method': 'POST', ':authority': 'app.example.test', origin: 'https://app.example.test' });
     expect(optIn.headers[':status']).toBe(303);
-    expect(String(optIn.headers['set-cookie'])).toMatch(/^miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Lax; Secure$/);
+    expect(String(optIn.headers['set-cookie'])).toMatch(/^__Host-miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Strict; Secure$/);
   });
 });
 

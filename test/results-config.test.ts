@@ -60,19 +60,29 @@ test('Fastify refuses the same options at register time', async () => {
   await expect(Fastify().register(fastifyMiniprof, { secret: 'short' } as never).ready()).rejects.toEqual(code('MINIPROF_ERR_INVALID_OPTION'));
 });
 
-test('opt-in cookies: valid round-trips; expired, tampered, forged and malformed ones are null', () => {
+test('opt-in cookies: valid round-trips; expired, tampered, forged, malformed, other-generation and wrongly named ones are null', () => {
   const secret = Buffer.from('k'.repeat(32));
   const now = 1_800_000_000_000;
   const { value, optIn } = signOptIn(secret, now, 3_600_000);
-  expect(readOptIn(secret, `a=1; miniprof=${value}; b=2`, now)).toEqual(optIn);
-  expect(readOptIn(secret, `miniprof=${value}`, now + 3_600_000)).toBeNull();
-  expect(readOptIn(Buffer.from('j'.repeat(32)), `miniprof=${value}`, now)).toBeNull();
-  const [v, token, exp, mac] = value.split('.');
-  expect(readOptIn(secret, `miniprof=${v}.${token}.${Number(exp) + 1}.${mac}`, now)).toBeNull();
-  expect(readOptIn(secret, `miniprof=${v}.${token!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a'))}.${exp}.${mac}`, now)).toBeNull();
-  expect(readOptIn(secret, `miniprof=${v}.${token}.${exp}.${mac!.slice(0, -2)}`, now)).toBeNull();
-  expect(readOptIn(secret, `xminiprof=${value}`, now)).toBeNull();
-  expect(readOptIn(secret, undefined, now)).toBeNull();
+  for (const [name, secure] of [['miniprof', false], ['__Host-miniprof', true]] as const) {
+    expect(readOptIn(secret, `a=1; ${name}=${value}; b=2`, now, secure)).toEqual(optIn);
+    expect(readOptIn(secret, `${name}=${value}`, now + 3_600_000, secure)).toBeNull();
+    expect(readOptIn(Buffer.from('j'.repeat(32)), `${name}=${value}`, now, secure)).toBeNull();
+    expect(readOptIn(secret, `${name}=${value}`, now, secure, 1)).toBeNull();
+    const [v, token, exp, gen, mac] = value.split('.');
+    expect(readOptIn(secret, `${name}=${v}.${token}.${Number(exp) + 1}.${gen}.${mac}`, now, secure)).toBeNull();
+    expect(readOptIn(secret, `${name}=${v}.${token}.${exp}.1.${mac}`, now, secure, 1)).toBeNull();
+    expect(readOptIn(secret, `${name}=${v}.${token!.replace(/^./, (c) => (c === 'a' ? 'b' : 'a'))}.${exp}.${gen}.${mac}`, now, secure)).toBeNull();
+    expect(readOptIn(secret, `${name}=${v}.${token}.${exp}.${gen}.${mac!.slice(0, -2)}`, now, secure)).toBeNull();
+    expect(readOptIn(secret, `x${name}=${value}`, now, secure)).toBeNull();
+    expect(readOptIn(secret, undefined, now, secure)).toBeNull();
+  }
+  // F5: each kind of request reads only its own name.
+  expect(readOptIn(secret, `miniprof=${value}`, now, true)).toBeNull();
+  expect(readOptIn(secret, `__Host-miniprof=${value}`, now, false)).toBeNull();
+  const g = signOptIn(secret, now, 3_600_000, 7);
+  expect(readOptIn(secret, `miniprof=${g.value}`, now, false, 7)).toEqual(g.optIn);
+  expect(readOptIn(secret, `miniprof=${g.value}`, now, false, 0)).toBeNull();
 });
 
 function faulty(kind: 'throws' | 'rejects' | 'hangs'): ProfileStore {

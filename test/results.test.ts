@@ -37,7 +37,15 @@ function watched(inner: ProfileStore = memoryStore()): ProfileStore & { saved: s
     },
     get: (owner, id) => inner.get(owner, id),
     list: (owner, limit) => inner.list(owner, limit),
+    addOptIn: (owner, token, expiresAt) => inner.addOptIn!(owner, token, expiresAt),
+    hasOptIn: (token) => inner.hasOptIn!(token),
+    revokeOptIn: (token) => inner.revokeOptIn!(token),
   };
+}
+
+/** Opt in as the app's developer, by POST from a page of this origin (F5). */
+function optInReq(port: number): RawRequest {
+  return { method: 'POST', path: '/_miniprof/opt-in', headers: { 'x-dev': '1', Origin: `http://127.0.0.1:${port}` }, body: '' };
 }
 
 const fastifies: FastifyInstance[] = [];
@@ -239,14 +247,21 @@ for (const kind of ['express', 'fastify'] as const) {
       } as const;
       const bare = await app(kind, null);
       const secret = Buffer.from(SECRET);
-      const valid = `miniprof=${signOptIn(secret, Date.now(), 3_600_000).value}`;
+      // Minted as the opt-in route does: signed, and its token kept by the store (F5).
+      const minted = signOptIn(secret, Date.now(), 3_600_000);
+      await store.addOptIn!('peer:127.0.0.1', minted.optIn.token, minted.optIn.expires * 1000);
+      const expired = signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000);
+      await store.addOptIn!('peer:127.0.0.1', expired.optIn.token, Date.now() + 3_600_000);
+      const valid = `__Host-miniprof=${minted.value}`;
       const cookies = {
         absent: undefined,
         valid,
-        forged: `miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000).value}`,
-        expired: `miniprof=${signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000).value}`,
+        forged: `__Host-miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000).value}`,
+        expired: `__Host-miniprof=${expired.value}`,
         tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
-        garbage: 'miniprof=v1.not-a-token.1.x; other=1',
+        garbage: '__Host-miniprof=v2.not-a-token.1.0.x; other=1',
+        unminted: `__Host-miniprof=${signOptIn(secret, Date.now(), 3_600_000).value}`,
+        planted: `miniprof=${minted.value}`,
       } as const;
       for (const [a, fn] of Object.entries(answers)) {
         const port = await app(kind, { isDeveloper: fn, secret: SECRET, onInternalError: (e: unknown) => faults.push(e), results: { store } } as never);
@@ -274,12 +289,12 @@ for (const kind of ['express', 'fastify'] as const) {
     test('A3: two developers from the same address with their own opt-in never see each other’s profiles; 404 is the app’s', async () => {
       const store = watched();
       const { port, bare } = await both({ isDeveloper, secret: SECRET, results: { store } } as never);
-      const optIn = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } });
+      const optIn = await raw(port, optInReq(port));
       expect(optIn.status).toBe(303);
       expect(optIn.headers.location).toEqual(['/_miniprof/']);
-      expect(optIn.headers['set-cookie']![0]).toMatch(/^miniprof=v1\.[0-9a-f-]{36}\.\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Lax$/);
+      expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=v2\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
       const a = cookieOf(optIn);
-      const b = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
+      const b = cookieOf(await raw(port, optInReq(port)));
       expect(a).not.toBe(b);
       const mine = { a: [] as string[], b: [] as string[], peer: [] as string[] };
       for (let i = 0; i < 3; i++) {
@@ -304,8 +319,8 @@ for (const kind of ['express', 'fastify'] as const) {
           }
         }
       }
-      const out = await raw(port, { path: '/_miniprof/opt-out', headers: { cookie: a } });
-      expect(out.headers['set-cookie']).toEqual(['miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax']);
+      const out = await raw(port, { method: 'POST', path: '/_miniprof/opt-out', headers: { cookie: a, Origin: `http://127.0.0.1:${port}` }, body: '' });
+      expect(out.headers['set-cookie']).toEqual(['__Host-miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure']);
     });
 
     test('A3 by peer address: two loopback peers, alternating, each list only its own (the owner string is remembered per peer)', async () => {
@@ -326,8 +341,8 @@ for (const kind of ['express', 'fastify'] as const) {
     test('A3 under concurrency: 60 interleaved requests of two opted-in developers; each list is exactly its own', async () => {
       const store = watched();
       const { port } = await both({ isDeveloper, secret: SECRET, results: { store, listLimit: 100 } } as never);
-      const a = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
-      const b = cookieOf(await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } }));
+      const a = cookieOf(await raw(port, optInReq(port)));
+      const b = cookieOf(await raw(port, optInReq(port)));
       const who = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? a : b));
       const got = await Promise.all(who.map((cookie, i) => raw(port, { path: i % 2 ? '/api' : '/page', headers: { cookie } })));
       const ids = got.map((r) => r.headers['x-miniprof-id']![0]!);
@@ -362,10 +377,11 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(faults.map(String)).toEqual(['Error: session store down']);
     });
 
-    test('the opt-in cookie is Secure when the request came over HTTPS (behind a trusted proxy here)', async () => {
+    test('the opt-in cookie is __Host- and Secure when the request came over HTTPS (behind a trusted proxy here)', async () => {
       const { port } = await both({ isDeveloper, secret: SECRET } as never);
-      const r = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1', 'x-forwarded-proto': 'https' } });
-      expect(r.headers['set-cookie']![0]).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+      const req = optInReq(port);
+      const r = await raw(port, { ...req, headers: { ...req.headers, 'x-forwarded-proto': 'https' } });
+      expect(r.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
     });
 
     test('without a secret there is no opt-in route and cookies are never read', async () => {
@@ -374,7 +390,7 @@ for (const kind of ['express', 'fastify'] as const) {
         const r = await raw(port, { path, headers: { 'x-dev': '1' } });
         expect(strip(r)).toBe(strip(await raw(bare, { path, headers: { 'x-dev': '1' } })));
       }
-      const forged = `miniprof=${signOptIn(Buffer.from(SECRET), Date.now(), 3_600_000).value}`;
+      const forged = `__Host-miniprof=${signOptIn(Buffer.from(SECRET), Date.now(), 3_600_000).value}`;
       const r = await raw(port, { path: '/page', headers: { cookie: forged } });
       expect(r.headers['x-miniprof-id']).toBeUndefined();
     });

@@ -36,12 +36,26 @@ export interface MiniprofOptions<Req> extends CoreOptions {
   results?: boolean | ResultsOptions<Req>;
   /**
    * Turns on the opt-in cookie (at least 32 bytes; keep it out of the code). A developer who
-   * passes `isDeveloper` opens `<basePath>/opt-in` and gets a signed, expiring cookie; with it
-   * their requests are profiled even where `isDeveloper` says no. Default: unset (no opt-in).
+   * passes `isDeveloper` opens `<basePath>/opt-in` and presses its button (a same-origin POST) to
+   * get a signed, expiring cookie whose token the store keeps; with it their requests are
+   * profiled even where `isDeveloper` says no, until it expires, they opt out, or the secret or
+   * `optInGeneration` changes. Default: unset (no opt-in).
    */
   secret?: string | Buffer;
   /** How long an opt-in lasts. Default 8 hours. */
   optInMaxAgeMs?: number;
+  /**
+   * Signed into every opt-in cookie; change it (say, add 1) to void every opt-in at once.
+   * Default 0.
+   */
+  optInGeneration?: number;
+  /**
+   * The opt-in cookie is `__Host-miniprof` with `Secure` even where the app sees plain HTTP: for
+   * apps behind a proxy that ends TLS. Without it the cookie is `Secure` when the request is
+   * HTTPS as the app sees it, or its host is loopback (`localhost`, `*.localhost`, 127.0.0.0/8,
+   * `[::1]`). Default false.
+   */
+  optInSecure?: boolean;
 }
 
 /** @internal */
@@ -56,6 +70,10 @@ export interface HttpConfig<Req> {
   results: ResultsConfig | null;
   /** The socket's address: the developer's identity when there is no opt-in. */
   peer: (req: Req) => string | undefined;
+  /** The request's headers (Node's, lowercase names). */
+  headers: (req: Req) => Headers | undefined;
+  /** The request came over HTTPS as the app sees it. */
+  https: (req: Req) => boolean;
 }
 
 export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', ...RESULTS_KEYS] as const;
@@ -67,6 +85,7 @@ export function resolveHttp<Req>(
   peer: (req: Req) => string | undefined,
   extraKeys: readonly string[] = [],
   headers: (req: Req) => Headers | undefined = (req) => (req as { headers?: Headers }).headers,
+  https: (req: Req) => boolean = httpsOf,
 ): HttpConfig<Req> {
   const o = checkObject(options, [...HTTP_KEYS, ...extraKeys], what);
   const core = resolveCore(o);
@@ -82,6 +101,8 @@ export function resolveHttp<Req>(
     maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
     results: resolveResults(o),
     peer,
+    headers,
+    https,
   };
   // Subscribed only once every option is valid, and never when nobody can be profiled
   // (production without isDeveloper): then the libraries keep their untraced fast path.
@@ -105,4 +126,13 @@ function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {
     maxBytes: intOption(o, 'maxBytes', DEFAULT_MAX_BYTES, MIN_MAX_BYTES, 1 << 20),
     crossOrigin: boolOption(o, 'crossOrigin', false),
   };
+}
+
+/**
+ * HTTPS as the app sees it: the socket is TLS, or the framework says so (Express's `req.secure`,
+ * Fastify's `request.protocol`, which follow the app's own `trust proxy` settings).
+ */
+function httpsOf(req: unknown): boolean {
+  const r = req as { secure?: unknown; protocol?: unknown; socket?: { encrypted?: unknown }; raw?: { socket?: { encrypted?: unknown } } };
+  return r.secure === true || r.protocol === 'https' || r.socket?.encrypted === true || r.raw?.socket?.encrypted === true;
 }

@@ -1,5 +1,5 @@
 import { codedError, describe } from '../core/errors.js';
-import { fnOption, intOption, invalid } from '../core/options.js';
+import { boolOption, fnOption, intOption, invalid } from '../core/options.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
 
@@ -32,9 +32,13 @@ export interface ResultsConfig {
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
+  /** Signed into every opt-in cookie: a cookie of another generation admits nothing. */
+  optInGeneration: number;
+  /** The cookie is `__Host-` and Secure even where the app sees plain HTTP (TLS ends at a proxy). */
+  optInSecure: boolean;
 }
 
-export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
+export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs', 'optInGeneration', 'optInSecure'] as const;
 
 const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
@@ -45,6 +49,8 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   const r = o.results;
   const secret = secretOption(o.secret);
   const optInMaxAgeMs = intOption(o, 'optInMaxAgeMs', 8 * 3_600_000, 60_000, 366 * 24 * 3_600_000);
+  const optInGeneration = intOption(o, 'optInGeneration', 0, 0, 999_999_999);
+  const optInSecure = boolOption(o, 'optInSecure', false);
   if (r === false) {
     if (secret !== null) throw invalid('secret', 'unset when results is false (the opt-in route lives under the results path)', '[secret]');
     return null;
@@ -67,6 +73,9 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (s === null || typeof s !== 'object' || typeof s.save !== 'function' || typeof s.get !== 'function' || typeof s.list !== 'function') {
     throw invalid('results.store', 'a store with save, get and list methods', store);
   }
+  if (secret !== null && (typeof s.addOptIn !== 'function' || typeof s.hasOptIn !== 'function' || typeof s.revokeOptIn !== 'function')) {
+    throw invalid('results.store', 'a store with addOptIn, hasOptIn and revokeOptIn when secret is set (memoryStore and redisStore have them)', store);
+  }
   return {
     basePath,
     store: store as ProfileStore,
@@ -75,6 +84,8 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
     secret,
     optInMaxAgeMs,
+    optInGeneration,
+    optInSecure,
   };
 }
 

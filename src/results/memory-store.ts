@@ -3,7 +3,7 @@ import { jsonBytes, jsonCopy, profileBytes } from '../core/json.js';
 import { LinkedSet, type Linked } from '../core/linked.js';
 import { checkObject, fnOption, intOption } from '../core/options.js';
 import type { ProfileJSON } from '../core/types.js';
-import { SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
+import { DEFAULT_MAX_OPT_INS, SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
@@ -18,6 +18,8 @@ export interface MemoryStoreOptions {
   maxAgeMs?: number;
   /** Epoch milliseconds. Default `Date.now`; inject one in tests. */
   now?: () => number;
+  /** Opt-in tokens kept per developer; minting one more drops their oldest. Default 10. */
+  maxOptIns?: number;
 }
 
 interface Entry extends Linked {
@@ -57,7 +59,7 @@ export interface MemoryStoreStats {
   bytes: number;
 }
 
-const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now'];
+const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns'];
 
 /**
  * The default store: profiles in this process's memory, bounded by count, bytes and age, the
@@ -87,6 +89,10 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   const maxBytes = intOption(o, 'maxBytes', 32 << 20, 1024, 2 ** 40);
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const now = fnOption<() => number>(o, 'now', Date.now);
+  const maxOptIns = intOption(o, 'maxOptIns', DEFAULT_MAX_OPT_INS, 1, 10_000);
+  /** Opt-in token -> its expiry (epoch ms); and per owner, their tokens, oldest first. */
+  const optIns = new Map<string, { owner: string; expiresAt: number }>();
+  const optInsOf = new Map<string, string[]>();
 
   const owners = new Map<string, Owner>();
   /** The owner saved last: what the next save's owner nearly always is. Null once dropped. */
@@ -219,6 +225,26 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
         out.push({ ...s, flags: s.flags.slice() });
       }
       return out;
+    },
+    async addOptIn(owner, token, expiresAt) {
+      const t = now();
+      const mine = (optInsOf.get(owner) ?? []).filter((k) => (optIns.get(k)?.expiresAt ?? 0) > t);
+      mine.push(token);
+      optIns.set(token, { owner, expiresAt });
+      while (mine.length > maxOptIns) optIns.delete(mine.shift()!);
+      optInsOf.set(owner, mine);
+    },
+    async hasOptIn(token) {
+      const e = optIns.get(token);
+      return e !== undefined && e.expiresAt > now();
+    },
+    async revokeOptIn(token) {
+      const e = optIns.get(token);
+      if (e === undefined) return;
+      optIns.delete(token);
+      const mine = optInsOf.get(e.owner)?.filter((k) => k !== token) ?? [];
+      if (mine.length === 0) optInsOf.delete(e.owner);
+      else optInsOf.set(e.owner, mine);
     },
     stats() {
       expire(now());

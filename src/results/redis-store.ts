@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { codedError, describe } from '../core/errors.js';
 import { checkObject, intOption, invalid } from '../core/options.js';
 import type { ProfileJSON } from '../core/types.js';
-import { summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
+import { DEFAULT_MAX_OPT_INS, summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
 import { withTimeout } from './timeout.js';
 
 /** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
@@ -22,9 +22,29 @@ export interface RedisStoreOptions {
   maxBytes?: number;
   /** A command that takes longer fails (and is reported) instead of waiting for a reconnect. Default 2000. */
   timeoutMs?: number;
+  /** Opt-in tokens kept per developer; minting one more drops their oldest. Default 10. */
+  maxOptIns?: number;
 }
 
-const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs'];
+const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs', 'maxOptIns'];
+
+/**
+ * One atomic opt-in: the token's key with its TTL, pushed on the owner's list of tokens, the list
+ * cut to `maxOptIns` (the tokens cut off are deleted: they admit nothing any more).
+ * KEYS: token key, owner's token list. ARGV: ttl ms, max tokens, key prefix of tokens.
+ */
+const MINT = `
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('LPUSH', KEYS[2], KEYS[1])
+local max = tonumber(ARGV[2])
+local gone = redis.call('LRANGE', KEYS[2], max, -1)
+for _, k in ipairs(gone) do
+  if string.sub(k, 1, string.len(ARGV[3])) == ARGV[3] then redis.call('DEL', k) end
+end
+redis.call('LTRIM', KEYS[2], 0, max - 1)
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl < tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+return #gone`;
 
 /**
  * One atomic save: the profile with a TTL, its summary pushed on the owner's list, the list cut
@@ -68,12 +88,15 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const maxBytes = intOption(o, 'maxBytes', 1 << 20, 1024, 512 << 20);
   const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
+  const maxOptIns = intOption(o, 'maxOptIns', DEFAULT_MAX_OPT_INS, 1, 10_000);
 
   function run(args: string[]): Promise<unknown> {
     return withTimeout(() => send(args), timeoutMs, `miniprof redis store: ${args[0]} took longer than ${timeoutMs} ms`);
   }
 
   const owned = (owner: string) => createHash('sha256').update(owner).digest('hex').slice(0, 32);
+  /** Tokens are hashed too: a key listing shows no token (it would still need the secret's MAC). */
+  const tokenKey = (token: string) => `${prefix}o:${createHash('sha256').update(token).digest('hex').slice(0, 32)}`;
 
   return {
     async save(owner, profile) {
@@ -90,6 +113,16 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
       const v = await run(['GET', `${prefix}p:${owned(owner)}:${id}`]);
       if (v === null || v === undefined) return undefined;
       return JSON.parse(String(v)) as ProfileJSON;
+    },
+    async addOptIn(owner, token, expiresAt) {
+      const ttl = Math.max(1, Math.ceil(expiresAt - Date.now()));
+      await run(['EVAL', MINT, '2', tokenKey(token), `${prefix}ol:${owned(owner)}`, String(ttl), String(maxOptIns), `${prefix}o:`]);
+    },
+    async hasOptIn(token) {
+      return Number(await run(['EXISTS', tokenKey(token)])) === 1;
+    },
+    async revokeOptIn(token) {
+      await run(['DEL', tokenKey(token)]);
     },
     async list(owner, limit) {
       if (limit < 1) return [];

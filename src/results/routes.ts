@@ -2,9 +2,10 @@ import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { HttpConfig } from '../http/config.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
-import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
+import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
+import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
-import { UUID } from './store.js';
+import { UUID, type OptInStore, type ProfileStore } from './store.js';
 import { withTimeout } from './timeout.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -23,25 +24,47 @@ export interface ResultsReply {
 
 /**
  * Decide whether a request is a developer's, and whose. A valid opt-in cookie admits it without
- * asking `isDeveloper` (its random token is the identity); otherwise `isDeveloper` decides and
- * the identity is `results.owner(req)`, or the peer address. Without a secret no cookie is read
- * at all. Returns null (not a developer's), a Developer, or a promise of either when
- * `isDeveloper` is async: the common answer, a synchronous no, allocates nothing. Never throws;
- * `isDeveloper` throwing or rejecting means no, and the fault is reported.
+ * asking `isDeveloper` (its random token is the identity), once the store confirms the token is
+ * still one it minted and nobody revoked; otherwise `isDeveloper` decides and the identity is
+ * `results.owner(req)`, or the peer address. Without a secret no cookie is read at all. Returns
+ * null (not a developer's), a Developer, or a promise of either when `isDeveloper` is async or a
+ * cookie must be checked: the common answer, a synchronous no, allocates nothing. Never throws;
+ * `isDeveloper` or the store throwing or rejecting means no, and the fault is reported.
  */
 export function decide<Req>(
   cfg: HttpConfig<Req>,
   req: Req,
   cookieOf: (req: Req) => unknown,
 ): Developer | null | Promise<Developer | null> {
-  const secret = cfg.results?.secret ?? null;
-  if (secret !== null) {
+  const r = cfg.results;
+  if (r !== null && r.secret !== null) {
     const cookie = cookieOf(req);
     if (typeof cookie === 'string' && cookie.includes('miniprof=')) {
-      const optIn = readOptIn(secret, cookie, Date.now());
-      if (optIn !== null) return { owner: `optin:${optIn.token}`, optIn };
+      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration);
+      if (optIn !== null) return known(cfg, r, req, optIn);
     }
   }
+  return byIsDeveloper(cfg, req);
+}
+
+/** The cookie may be (and so must be) `__Host-` and Secure for this request. */
+function secureFor<Req>(cfg: HttpConfig<Req>, req: Req): boolean {
+  return cookieSecure(cfg.https(req), cfg.results!.optInSecure, hostOf(cfg.headers(req)));
+}
+
+/** A signed opt-in admits only while the store still has its token (opt-out revokes it). */
+function known<Req>(cfg: HttpConfig<Req>, r: ResultsConfig, req: Req, optIn: OptIn): Promise<Developer | null> {
+  const store = r.store as ProfileStore & OptInStore;
+  return bounded(r, () => store.hasOptIn(optIn.token)).then(
+    (ok) => (ok === true ? { owner: `optin:${optIn.token}`, optIn } : byIsDeveloper(cfg, req)),
+    (err: unknown) => {
+      report(cfg.core.onInternalError, err);
+      return byIsDeveloper(cfg, req);
+    },
+  );
+}
+
+function byIsDeveloper<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null | Promise<Developer | null> {
   let answer: unknown;
   try {
     answer = cfg.isDeveloper!(req);
@@ -109,8 +132,10 @@ const HTML = 'text/html; charset=utf-8';
 
 /**
  * Answer a developer's request under the base path, or return null to hand it to the app (which
- * then gives its own 404 or 405): every method but GET and HEAD, and every path we do not serve.
- * Read-only: nothing here takes code, SQL or file paths; ids must be UUIDs.
+ * then gives its own 404 or 405): every method but GET and HEAD (and POST to the opt-in routes),
+ * and every path we do not serve. Nothing here takes code, SQL or file paths; ids must be UUIDs.
+ * `headers` are the request's (Node's, lowercase): `Host`, and `Origin` / `Sec-Fetch-Site` for
+ * the opt-in routes.
  */
 export async function serveResults(
   r: ResultsConfig,
@@ -119,25 +144,19 @@ export async function serveResults(
   url: string,
   https: boolean,
   onInternalError: InternalErrorHandler,
+  headers?: Headers,
 ): Promise<ResultsReply | null> {
-  if (method !== 'GET' && method !== 'HEAD') return null;
   const q = url.indexOf('?');
   const rest = (q === -1 ? url : url.slice(0, q)).slice(r.basePath.length);
   const base = r.basePath;
   try {
+    if (r.secret !== null && (rest === '/opt-in' || rest === '/opt-out')) return await optInRoute(r, dev, method, rest.slice(1) as 'opt-in' | 'opt-out', https, headers);
+    if (method !== 'GET' && method !== 'HEAD') return null;
     if (rest === '' || rest === '/') {
       const list = await bounded(r, () => r.store.list(dev.owner, r.listLimit));
       return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
-    if (r.secret !== null && rest === '/opt-in') {
-      if (dev.optIn !== null) return reply(303, HTML, '', { Location: `${base}/` });
-      const { value } = signOptIn(r.secret, Date.now(), r.optInMaxAgeMs);
-      return reply(303, HTML, '', { Location: `${base}/`, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, https) });
-    }
-    if (r.secret !== null && rest === '/opt-out') {
-      return reply(303, HTML, '', { Location: `${base}/`, 'Set-Cookie': optOutCookie(https) });
-    }
     const json = rest.endsWith('.json');
     const id = rest.slice(1, json ? -5 : undefined);
     if (rest[0] !== '/' || !UUID.test(id)) return null;
@@ -149,6 +168,32 @@ export async function serveResults(
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
   }
+}
+
+/**
+ * `GET`: a form page with one button. `POST`, from a page of this origin only: opt-in mints a
+ * token for this developer (the store keeps it, capped per owner) and sets the cookie; opt-out
+ * revokes the token this request came with and removes the cookie. A cross-site POST (no
+ * `Sec-Fetch-Site: same-origin`, or an `Origin` of another host) changes nothing: 403.
+ */
+async function optInRoute(r: ResultsConfig, dev: Developer, method: string | undefined, action: 'opt-in' | 'opt-out', https: boolean, headers: Headers | undefined): Promise<ResultsReply | null> {
+  const secure = cookieSecure(https, r.optInSecure, hostOf(headers));
+  if (method === 'GET' || method === 'HEAD') {
+    const body = renderOptInPage(r.basePath, action, dev.optIn !== null, secure);
+    return { status: 200, headers: { ...FORM_HEADERS, 'Content-Type': HTML, 'Content-Length': String(Buffer.byteLength(body)) }, body };
+  }
+  if (method !== 'POST') return null;
+  if (!sameOrigin(headers)) return reply(403, 'text/plain; charset=utf-8', 'miniprof: refused, this request did not come from a page of this origin.\n');
+  const store = r.store as ProfileStore & OptInStore;
+  const back = { Location: `${r.basePath}/` };
+  if (action === 'opt-out') {
+    if (dev.optIn !== null) await bounded(r, () => store.revokeOptIn(dev.optIn!.token));
+    return reply(303, HTML, '', { ...back, 'Set-Cookie': optOutCookie(secure) });
+  }
+  if (dev.optIn !== null) return reply(303, HTML, '', back);
+  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration);
+  await bounded(r, () => store.addOptIn(dev.owner, optIn.token, optIn.expires * 1000));
+  return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */

@@ -43,7 +43,24 @@ export interface ProfileStore {
   get(owner: string, id: string): Promise<ProfileJSON | undefined>;
   /** `owner`'s most recent profiles, newest first, at most `limit`. */
   list(owner: string, limit: number): Promise<ProfileSummary[]>;
+  /**
+   * The opt-in tokens, needed when `secret` is set (both built-in stores have them). A signed
+   * cookie admits a request only while its token is here: opt-out removes it, and it expires.
+   * `addOptIn` records a token minted for `owner` (the developer who opted in) until `expiresAt`
+   * (epoch ms); a store may cap the tokens per owner, dropping the oldest.
+   */
+  addOptIn?(owner: string, token: string, expiresAt: number): Promise<void>;
+  /** The token was minted here, is not revoked and has not expired. */
+  hasOptIn?(token: string): Promise<boolean>;
+  /** Opt-out: the token admits nothing from now on. */
+  revokeOptIn?(token: string): Promise<void>;
 }
+
+/** A store that keeps opt-in tokens (checked at setup when `secret` is set). */
+export type OptInStore = Required<Pick<ProfileStore, 'addOptIn' | 'hasOptIn' | 'revokeOptIn'>>;
+
+/** Opt-in tokens kept per owner by the built-in stores, by default: the oldest beyond go. */
+export const DEFAULT_MAX_OPT_INS = 10;
 
 /**
  * @internal How miniprof saves a profile it sealed itself, where the store offers it (the memory

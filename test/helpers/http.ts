@@ -17,8 +17,8 @@
  * - `dechunk(body)`: the payload of a `Transfer-Encoding: chunked` body.
  * - `leaveDuringBody(port, path)`: a client that reads the first bytes of a large response, then
  *   resets the connection while the server is still writing it.
- * - `TEST_TLS` and `tlsGet(port, path, headers)`: the test certificate, and a verified HTTPS
- *   request (HTTP/1.1 by ALPN) to a server using it.
+ * - `TEST_TLS` and `tlsGet(port, path, headers, method)`: the test certificate, and a verified
+ *   HTTPS request (HTTP/1.1 by ALPN, GET unless `method` says otherwise) to a server using it.
  * - `waitFor(cond)`: poll until `cond()` holds (a profile sealed on 'close', say); rejects
  *   after `timeoutMs` so a test fails instead of hanging.
  */
@@ -263,18 +263,21 @@ export const TEST_TLS = {
  * GET over TLS on a fresh connection, offering only HTTP/1.1 by ALPN; the body as bytes, and the
  * protocol the server chose (false when it chose none).
  */
-export function tlsGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ res: http.IncomingMessage; body: Buffer; alpn: string | false | null }> {
+export function tlsGet(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ res: http.IncomingMessage; body: Buffer; alpn: string | false | null }> {
   // ALPNProtocols reaches tls.connect through the agent, though https' types leave it out.
-  const options: https.RequestOptions & TlsConnectionOptions = { host: '127.0.0.1', port, path, headers, ca: TEST_TLS.cert, agent: false, ALPNProtocols: ['http/1.1'] };
+  const options: https.RequestOptions & TlsConnectionOptions = { host: '127.0.0.1', port, path, method, headers, ca: TEST_TLS.cert, agent: false, ALPNProtocols: ['http/1.1'] };
+  // A Host of the test's own (a public name): the certificate is still checked, for localhost.
+  if (headers.Host !== undefined) options.servername = 'localhost';
   return new Promise((resolve, reject) => {
     https
-      .get(options, (res) => {
+      .request(options, (res) => {
         const chunks: Buffer[] = [];
         const alpn = (res.socket as TLSSocket).alpnProtocol;
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ res, body: Buffer.concat(chunks), alpn }));
         res.on('error', reject);
       })
-      .on('error', reject);
+      .on('error', reject)
+      .end();
   });
 }
