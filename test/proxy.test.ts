@@ -1,6 +1,7 @@
 // Behind a real reverse proxy on the same host (Debian's nginx on a loopback port in front of a
 // real Express 5 or Fastify 5 app): who is a developer by default (F1), and that a shared cache
-// (`proxy_cache`) never keeps a profiled response for someone else (F2).
+// (`proxy_cache`) never keeps a profiled response for someone else (F2). And F8's
+// `allowedHosts`: DNS rebinding, another site's name on this loopback server.
 import http from 'node:http';
 import express from 'express';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -150,4 +151,44 @@ describe.each(ADAPTERS)('%s', (_name, start) => {
     const r = await raw(app, { path: '/page' });
     for (const [k, v] of Object.entries(set)) expect(r.headers[k.toLowerCase()], k).toEqual([v]);
   });
+
+  /** A GET with a `Host` of the test's choosing (raw() sends the loopback one). */
+  function getAs(port: number, path: string, host: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+    return new Promise((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path, headers: { Host: host }, agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+        })
+        .on('error', reject);
+    });
+  }
+
+  it('F8: with allowedHosts, a rebound host name (DNS rebinding to loopback) is nobody: no profile, results are the app’s 404', async () => {
+    const app = await start({ allowedHosts: ['localhost', '127.0.0.1', '[::1]', 'dev.example.test:8443'] });
+    for (const host of [`localhost:${app}`, `127.0.0.1:${app}`, 'LOCALHOST', `[::1]:${app}`, 'dev.example.test:8443', 'localhost.']) {
+      const r = await getAs(app, '/page', host);
+      expect(r.headers['x-miniprof-id'], host).toBeDefined();
+      expect((await getAs(app, '/_miniprof/', host)).status, host).toBe(200);
+    }
+    for (const host of [`evil.example:${app}`, 'evil.example', 'dev.example.test:8444', 'localhost.evil.example', '127.0.0.1.nip.io']) {
+      const r = await getAs(app, '/page', host);
+      expect(r.status).toBe(200);
+      expect(r.headers['x-miniprof-id'], host).toBeUndefined();
+      expect(r.headers['server-timing'], host).toBeUndefined();
+      expect(r.body, host).toBe(PAGE);
+      const list = await getAs(app, '/_miniprof/', host);
+      expect(list.status, host).toBe(404);
+      expect(list.body).not.toContain('<table');
+    }
+    // Without the option any Host is served (what DNS rebinding uses): documented.
+    const open = await start({});
+    expect((await getAs(open, '/_miniprof/', `evil.example:${open}`)).status).toBe(200);
+  });
+});
+
+it.each([[[]], ['localhost'], [['http://localhost']], [['a/b']], [['']], [[42]], [['exa mple']]])('F8: allowedHosts %j is a coded TypeError at setup', (v) => {
+  expect(() => expressMiniprof({ allowedHosts: v as never })).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_OPTION', message: expect.stringContaining('allowedHosts') }));
 });

@@ -56,6 +56,14 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * `[::1]`). Default false.
    */
   optInSecure?: boolean;
+  /**
+   * The host names (optionally `name:port`) this app answers to, for example
+   * `['localhost', '127.0.0.1', 'app.example.com']`. When set, a request whose `Host` is not one
+   * of them is nobody's: never profiled, and the results pages give the app's own answer. This
+   * is the defence against DNS rebinding, where a page of another site reaches a development
+   * server on loopback under its own host name. Default: unset (any host).
+   */
+  allowedHosts?: readonly string[];
 }
 
 /** @internal */
@@ -74,9 +82,11 @@ export interface HttpConfig<Req> {
   headers: (req: Req) => Headers | undefined;
   /** The request came over HTTPS as the app sees it. */
   https: (req: Req) => boolean;
+  /** null: any host. Lowercase `name` (any port) or `name:port` entries. */
+  allowedHosts: ReadonlySet<string> | null;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', ...RESULTS_KEYS] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', 'allowedHosts', ...RESULTS_KEYS] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -103,6 +113,7 @@ export function resolveHttp<Req>(
     peer,
     headers,
     https,
+    allowedHosts: allowedHostsOption(o.allowedHosts),
   };
   // Subscribed only once every option is valid, and never when nobody can be profiled
   // (production without isDeveloper): then the libraries keep their untraced fast path.
@@ -135,4 +146,20 @@ function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {
 function httpsOf(req: unknown): boolean {
   const r = req as { secure?: unknown; protocol?: unknown; socket?: { encrypted?: unknown }; raw?: { socket?: { encrypted?: unknown } } };
   return r.secure === true || r.protocol === 'https' || r.socket?.encrypted === true || r.raw?.socket?.encrypted === true;
+}
+
+/** `name`, `name:port`, `[v6]` or `[v6]:port`: letters, digits, `.` and `-` in a name. */
+const HOST_ENTRY = /^(?:[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?|\[[0-9a-f:.]+\])(?::\d{1,5})?$/;
+
+function allowedHostsOption(v: unknown): ReadonlySet<string> | null {
+  if (v === undefined) return null;
+  const what = 'a non-empty array of host names, optionally with a port ("localhost", "app.example.com:8080")';
+  if (!Array.isArray(v) || v.length === 0) throw invalid('allowedHosts', what, v);
+  const out = new Set<string>();
+  for (const h of v) {
+    const entry = typeof h === 'string' ? h.trim().toLowerCase().replace(/\.(?=:|$)/, '') : '';
+    if (!HOST_ENTRY.test(entry)) throw invalid('allowedHosts', what, h);
+    out.add(entry);
+  }
+  return out;
 }

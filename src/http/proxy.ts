@@ -33,3 +33,18 @@ export function isLoopback(addr: string | undefined): boolean {
 export function localDeveloper<Req>(peer: (req: Req) => string | undefined, headers: (req: Req) => Headers | undefined): (req: Req) => boolean {
   return (req) => isLoopback(peer(req)) && !viaProxy(headers(req));
 }
+
+/**
+ * The request's `Host` (or HTTP/2's `:authority`) is one of `allowed`: an entry with a port
+ * matches that host and port, one without matches the host on any port. No `Host` is not allowed.
+ */
+export function hostAllowed(allowed: ReadonlySet<string>, headers: Headers | undefined): boolean {
+  const given = headers?.host ?? headers?.[':authority'];
+  if (typeof given !== 'string') return false;
+  const host = given.trim().toLowerCase();
+  if (allowed.has(host)) return true;
+  const bracket = host.startsWith('[') ? host.indexOf(']') : -1;
+  const colon = host.indexOf(':', bracket === -1 ? 0 : bracket);
+  const name = (colon === -1 ? host : host.slice(0, colon)).replace(/\.$/, '');
+  return allowed.has(name) || (colon !== -1 && allowed.has(name + host.slice(colon)));
+}

@@ -1,5 +1,6 @@
 import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { HttpConfig } from '../http/config.js';
+import { hostAllowed } from '../http/proxy.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
@@ -36,6 +37,8 @@ export function decide<Req>(
   req: Req,
   cookieOf: (req: Req) => unknown,
 ): Developer | null | Promise<Developer | null> {
+  // DNS rebinding: another site's page, under its own host name, on this (loopback) server.
+  if (cfg.allowedHosts !== null && !hostAllowed(cfg.allowedHosts, cfg.headers(req))) return null;
   const r = cfg.results;
   if (r !== null && r.secret !== null) {
     const cookie = cookieOf(req);
