@@ -128,6 +128,8 @@ console.log(JSON.stringify(out));`,
       'node:crypto',
       'node:diagnostics_channel',
       'node:http',
+      // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
+      'node:module',
       'node:os',
       'node:perf_hooks',
       'node:util',

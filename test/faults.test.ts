@@ -236,7 +236,7 @@ afterEach(async () => {
 });
 
 /** Headers miniprof sets or legitimately changes on a developer response. */
-const OURS_LIST = new Set(['date', 'etag', 'content-length', 'cache-control', 'server-timing', 'link']);
+const OURS_LIST = new Set(['date', 'etag', 'content-length', 'cache-control', 'server-timing', 'link', 'vary']);
 const OURS = { has: (name: string) => OURS_LIST.has(name) || name.startsWith('x-miniprof-') };
 
 function compare(got: RawResponse, base: RawResponse, mode: Fault['expect']): void {
