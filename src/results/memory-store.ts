@@ -228,7 +228,10 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     },
     async addOptIn(owner, token, expiresAt) {
       const t = now();
-      const mine = (optInsOf.get(owner) ?? []).filter((k) => (optIns.get(k)?.expiresAt ?? 0) > t);
+      // Opting in is rare (a developer's button): expired tokens of every owner go here, so the
+      // maps hold only live ones.
+      for (const [k, e] of optIns) if (e.expiresAt <= t) void store.revokeOptIn!(k);
+      const mine = optInsOf.get(owner) ?? [];
       mine.push(token);
       optIns.set(token, { owner, expiresAt });
       while (mine.length > maxOptIns) optIns.delete(mine.shift()!);
