@@ -39,7 +39,7 @@ const doHttp = !flag('--micro') || flag('--http');
 const rounds = Number(opt('--rounds', 'MINIPROF_BENCH_ROUNDS', quick ? 1 : 3));
 const pairs = Number(opt('--pairs', 'MINIPROF_BENCH_PAIRS', quick ? 1 : 3));
 const slice = Number(opt('--slice', 'MINIPROF_BENCH_SLICE', quick ? 1 : 3));
-const microMs = Number(opt('--micro-ms', 'MINIPROF_BENCH_MICRO_MS', quick ? 100 : 300));
+const microMs = Number(opt('--micro-ms', 'MINIPROF_BENCH_MICRO_MS', quick ? 100 : 200));
 const connections = Number(opt('--connections', 'MINIPROF_BENCH_CONNECTIONS', 25));
 // Every server, whatever its configuration, keeps this many small objects from start-up
 // (server.js KEEP_OBJECTS), as any real app keeps far more than a bare page: on Node 24 a bare
