@@ -113,8 +113,8 @@ export const referenceAls = new AsyncLocalStorage();
 
 /**
  * Install the reference on a bench app (bench/http/page.js's servePage), and its step for the
- * page. Without `outputs` it profiles every request and renders nothing (to split its cost the
- * way bench/http/decompose.js splits miniprof's).
+ * page. Without `outputs` it profiles every request and renders nothing (to split its cost into
+ * layers as bench/http/layers.sh splits miniprof's).
  */
 export async function installReference(framework, app, outputs = true) {
   if (framework === 'express') app.use(referenceExpress(referenceAls, outputs));

@@ -58,7 +58,7 @@ if (ours) {
 }
 // SPIN_US=n (config none), or config spin10: the route burns n µs of CPU in plain JavaScript, a
 // server made slower by work of a known size, to see what any added cost of that size does to the
-// bench's figures (bench/http/amplify.js; bench/run.js's scale row).
+// bench's figures (`contest.js <fw> none spin10`).
 const spinUs = config === 'spin10' ? 10 : Number(process.env.SPIN_US ?? 0);
 if (spinUs > 0) {
   if (config !== 'none' && config !== 'spin10') throw new Error('SPIN_US is for the none configuration');
