@@ -247,6 +247,7 @@ function summarize(raw) {
 
 const f = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const fi = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+const signed = (x) => `${x >= 0 ? '+' : ''}${f(x, 2)}`;
 const span = (xs) => `${f(Math.min(...xs), 2)}-${f(Math.max(...xs), 2)}`;
 const verdict = (pass) => (pass ? 'met' : '**not met**');
 
@@ -263,7 +264,7 @@ function microSummary(m) {
     if (m[key] === undefined) continue;
     const never = per(m[key], (o) => o['step.off.sync'] - o['direct.sync']);
     const released = per(m[key], (o) => o['released.step.off.sync'] - o['released.direct.sync']);
-    add(`\`step()\` outside a profile, over a direct call: never entered / after a profile closed${label}`, `+${f(never, 2)} / +${f(released, 2)} ns`, '≤ +1.5 ns', never <= 1.5 && released <= 1.5);
+    add(`\`step()\` outside a profile, over a direct call: never entered / after a profile closed${label}`, `${signed(never)} / ${signed(released)} ns`, '≤ +1.5 ns', never <= 1.5 && released <= 1.5);
     const tax = per(m[key], (o) => o['released.bare.async'] / o['bare.async']);
     add(`a bare \`await\` after the last profile closed, over one before it${label}`, `×${f(tax, 2)}`, '×1 (the hooks released)', tax < 1.15);
   }
