@@ -136,23 +136,25 @@ export function ensureServices({
   }
   const packages = missing.map((s) => s.debianPackage);
   let aptOutput = '';
+  let aptOk = false;
   if (isRoot) {
     console.log(`services: installing ${packages.join(' ')} with apt-get (missing: ${missing.map((s) => s.name).join(', ')})`);
     const update = apt(aptGet, ['update', ...APT_OPTIONS], dryRun);
     const install = update.ok ? apt(aptGet, ['install', '-y', ...APT_OPTIONS, ...packages], dryRun) : update;
     if (dryRun) return 0;
     aptOutput = install.output;
+    aptOk = install.ok;
     missing = missing.filter((s) => s.find(root) === null);
     if (missing.length === 0) {
       found();
       return 0;
     }
   }
-  if (aptOutput.trim() !== '') {
+  if (!aptOk && aptOutput.trim() !== '') {
     console.error(`services: apt-get did not install them; its last lines:`);
     console.error(aptOutput.trim().split('\n').slice(-10).map((l) => `  ${l}`).join('\n'));
   }
-  const why = isRoot ? 'apt-get failed' : 'not root, so not installed here';
+  const why = !isRoot ? 'not root, so not installed here' : aptOk ? 'still not there after apt-get install' : 'apt-get failed';
   for (const s of missing) {
     console.error(`services: ${s.name} is missing (${why}); install it with: ${installCommand([s.debianPackage], isRoot)}`);
   }
