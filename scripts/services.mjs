@@ -140,9 +140,10 @@ export function ensureServices({
   if (isRoot) {
     console.log(`services: installing ${packages.join(' ')} with apt-get (missing: ${missing.map((s) => s.name).join(', ')})`);
     const update = apt(aptGet, ['update', ...APT_OPTIONS], dryRun);
-    const install = update.ok ? apt(aptGet, ['install', '-y', ...APT_OPTIONS, ...packages], dryRun) : update;
+    // A failed update (one unreachable source) may still leave lists that have the packages.
+    const install = apt(aptGet, ['install', '-y', ...APT_OPTIONS, ...packages], dryRun);
     if (dryRun) return 0;
-    aptOutput = install.output;
+    aptOutput = update.ok ? install.output : `${update.output}\n${install.output}`;
     aptOk = install.ok;
     missing = missing.filter((s) => s.find(root) === null);
     if (missing.length === 0) {

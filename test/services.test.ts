@@ -131,6 +131,14 @@ describe('scripts/services.mjs', () => {
     expect(aptCalls()).toHaveLength(2);
   });
 
+  test('root, apt-get update fails (one unreachable source) but the install works: exit 0', () => {
+    for (const pkg of ['redis-server', 'postgresql', 'chromium']) install(pkg);
+    const r = run({ isRoot: true, aptGet: fakeAptGet('[ "$1" = update ] && exit 100; shift; install_all "$@"; exit 0') });
+    expect(r.code).toBe(0);
+    expect(r.err).toEqual([]);
+    expect(aptCalls()).toHaveLength(2);
+  });
+
   test('root, apt-get succeeds but a service is still not there: reported as missing', () => {
     for (const pkg of ['redis-server', 'postgresql', 'nginx']) install(pkg);
     const r = run({ isRoot: true, aptGet: fakeAptGet('exit 0') });
