@@ -9,5 +9,5 @@ export interface Service {
   find(root?: string): string | null;
 }
 export declare const SERVICES: readonly Service[];
-export declare function installCommand(packages: string[], root: boolean): string;
+export declare function installCommand(packages: string[], asRoot: boolean): string;
 export declare function ensureServices(options?: { root?: string; aptGet?: string; dryRun?: boolean; isRoot?: boolean }): number;

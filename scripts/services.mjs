@@ -91,8 +91,8 @@ export const SERVICES = [
 ];
 
 /** The one command that installs `packages`, as the person reading it has to type it. */
-export function installCommand(packages, root) {
-  const sudo = root ? '' : 'sudo ';
+export function installCommand(packages, asRoot) {
+  const sudo = asRoot ? '' : 'sudo ';
   return `${sudo}apt-get update && ${sudo}apt-get install -y ${packages.join(' ')}`;
 }
 

@@ -14,8 +14,7 @@ import { findChromium, findNginx, findPostgresBin, findRedisServer, installComma
 
 function required(what: string, found: string | null, debianPackage: string): string {
   if (found !== null) return found;
-  const root = process.getuid?.() === 0;
-  throw new Error(`${what} not found: \`npm test\` installs it (scripts/services.mjs); or run: ${installCommand([debianPackage], root)}`);
+  throw new Error(`${what} not found: \`npm test\` installs it (scripts/services.mjs); or run: ${installCommand([debianPackage], process.getuid?.() === 0)}`);
 }
 
 /** Debian's redis-server (/usr/bin/redis-server), else one on PATH. */
