@@ -1,7 +1,7 @@
 /**
  * The pages in a real browser: Debian's Chromium (`/usr/bin/chromium`, apt-installed by
- * `.ci/run`) driven by playwright-core, each run with a fresh user-data dir. Screenshots go to
- * test-artifacts/ (git-ignored). Durations come from an injected clock so the drawing is exact.
+ * `npm test` first, scripts/services.mjs) driven by playwright-core, each run with a fresh
+ * user-data dir. Screenshots go to test-artifacts/ (git-ignored). Durations come from an injected clock so the drawing is exact.
  */
 import express from 'express';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { miniprof } from '../adapters/express.js';
 import { memoryStore, step, timing, type ProfileJSON } from '../src/index.js';
 import { closeServers, serve, waitFor } from './helpers/http.js';
+import { chromiumPath } from './helpers/services.js';
 
 // Run inside the page by playwright; the test's tsconfig has no DOM lib.
 declare const document: { querySelectorAll(s: string): { length: number } };
@@ -38,7 +39,7 @@ async function launch(javaScriptEnabled: boolean): Promise<BrowserContext> {
   const dir = mkdtempSync(join(tmpdir(), 'miniprof-chromium-'));
   dirs.push(dir);
   const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: '/usr/bin/chromium',
+    executablePath: chromiumPath(),
     headless: true,
     args: ARGS,
     javaScriptEnabled,

@@ -1,7 +1,7 @@
 /**
  * The artifact as users get it: `dist/` built by `npm run build` (which `npm test` runs first),
  * loaded by NAME from a directory outside the repo, by plain `node` (the Node running this suite:
- * 20 under `npm test`, 22 and 24 in `.ci/run`). Nothing here imports the sources.
+ * 20 under `npm test`, 22, 24 and 26 in `.ci/run`). Nothing here imports the sources.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
