@@ -12,22 +12,21 @@ import { LinkedSet } from '../core/linked.js';
  *
  * Why not `perf_hooks.monitorEventLoopDelay`: its histogram is process-wide, so a per-profile
  * maximum needs a `reset()` at every profile boundary, and both `reset()` and `enable()` drop the
- * interval in progress: a stall right after a request starts is never recorded (measured on Node
- * 20.20: 50 ms of busy work just after `reset()` left `max` at 10.2 ms). A JS timer has no such gap
+ * interval in progress: a stall right after a request starts is never recorded (on Node 20, 50 ms
+ * of busy work just after `reset()` left `max` near 10 ms). A JS timer has no such gap
  * and costs about 100 callbacks a second, only while a developer's request is open.
  *
  * Only profiles on the default clock are measured: the delay is real time, and a test's injected
  * clock must fully determine its output.
  *
  * The timer stops at the first tick that finds no profile open, not when the last one closes.
- * Under load the count of open profiles touches zero between nearly every two requests (Fastify,
- * 50 connections: 34,090 starts in 2 s for about as many requests), and a stop at each close
- * cost a setInterval, an unref and a clearInterval per developer request. It runs at most one
+ * Under load the count of open profiles can touch zero between nearly every two requests, and a
+ * stop at each close would start and stop an interval per developer request. It runs at most one
  * tick (10 ms) past the last profile.
  */
 const RESOLUTION_MS = 10;
 
-/** Linked through the profiles' own fields: a Set's table would churn once per request (src/linked.ts). */
+/** Linked through the profiles' own fields: a Set's table would churn once per request (src/core/linked.ts). */
 const open = new LinkedSet<Profile>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;

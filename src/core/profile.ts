@@ -30,7 +30,7 @@ export class Profile implements Linked {
   readonly warnings: string[];
   /** @internal */ readonly config: CoreConfig;
   /** @internal */ readonly t0: number;
-  /** @internal */ root: TimingNode;
+  /** @internal */ root: TimingNode<Profile>;
   /** @internal steps and custom timings recorded so far, against `maxSteps`. */
   count: number;
   /**
@@ -50,9 +50,9 @@ export class Profile implements Linked {
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
-  /** @internal Entered with runInProfile and not yet closed (src/context.ts). */
+  /** @internal Entered with runInProfile and not yet closed (src/core/context.ts). */
   entered: boolean;
-  /** @internal Links in the event-loop sampler's set of open profiles (src/linked.ts). */
+  /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
   prevLink: Linked | null;
   /** @internal */
   nextLink: Linked | null;
@@ -92,14 +92,8 @@ export class Profile implements Linked {
 
   /**
    * @internal Whole microseconds since the profile started, on its monotonic clock. Microsecond
-   * precision is all a clock on a VM gives (and all the JSON shows); whole numbers are what V8
-   * stores in a node's fields as they are, where a fractional one is a 16-byte HeapNumber per
-   * field, up to three per node (bench/micro `--mem`: 184 -> 134 bytes per async step). Past
-   * 2^30 µs (17.9 minutes) V8 boxes them again, correct but bigger.
-   *
-   * Rounded as `floor(x + 0.5)`, not `Math.round`: the same whole number but within one ulp of
-   * a half, about 3 ns less a read on Node 20, and a sync step reads twice (bench/RESULTS.md
-   * Run 22). It also never gives -0, which V8 would box.
+   * precision is all a clock on a VM gives (and all the JSON shows), and whole numbers keep each
+   * node small. Rounded as `floor(x + 0.5)`, which never gives -0.
    *
    * An injected clock that throws is the profiler's fault, not the app's: it is reported once
    * and reads as the start from then on, so the app's steps (and the seal) keep working.
@@ -239,8 +233,8 @@ export class Profile implements Linked {
 
   /**
    * `own`: the caller's own copy (`toJSON`), every array its own. Otherwise miniprof's (outputs,
-   * seal, store), whose leaves (and an empty `warnings`) share one frozen empty array: an array per
-   * leaf (8 of the bench page's 11 nodes) was allocated, and kept by the store, for nothing.
+   * seal, store), whose leaves (and an empty `warnings`) share one frozen empty array: most nodes
+   * are leaves, and the store would keep an empty array for each.
    */
   private snapshot(own: boolean): ProfileJSON {
     const now = this.nowUs();
@@ -257,10 +251,8 @@ export class Profile implements Linked {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
     }
-    // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
-    // any: this runs once per developer request (the seal reuses it). Two literals, not one with
-    // `request` and `root` added after: those would live outside the object, +3,100 instructions
-    // per Fastify developer request (`open` row, side by side).
+    // No custom-timing walk for a tree without any: this runs once per developer request (the
+    // seal reuses it). The key order is the JSON's: `request` before `root`.
     const started = new Date(this.startedAt).toISOString();
     const json: ProfileJSON =
       this.request === undefined
@@ -293,8 +285,7 @@ export class Profile implements Linked {
    * @internal At least the UTF-8 length of the sealed JSON (`profileBytes(data())`), or -1 when
    * not known: not sealed yet, or a `request` member the adapters would not write. Found while the
    * snapshot was built (custom timings by analyseCustom), so the memory store can leave the exact
-   * walk (7-9k instructions per developer request) until its byte bound could be reached
-   * (bench/RESULTS.md Run 24).
+   * walk until its byte bound could be reached.
    */
   jsonBound(): number {
     return this.sealedJSON === null ? -1 : this.sealedBound;
@@ -386,10 +377,8 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
 }
 
 /**
- * A parent's children, each as JSON. Not `map`: its callback was a new closure per parent, and a
- * closure's first call goes through V8's CompileLazy. Not `push` onto `[]` either: that leaves
- * spare capacity (16 slots) in every list the results store keeps. A copy of the live list has the
- * exact length and stays packed when its elements are overwritten.
+ * A parent's children, each as JSON, in a list of exactly their length: the results store keeps
+ * these lists, and one grown by `push` would keep spare room.
  */
 function childrenJSON(children: TimingNode[], now: number, blockingUs: number): TimingJSON[] {
   const out = children.slice() as unknown as TimingJSON[];
@@ -443,7 +432,6 @@ function detach(root: TimingNode): void {
   while (stack.length > 0) {
     const n = stack.pop()!;
     const children = n.children;
-    // Indexed: for-of's array iterator is a builtin call per element until this is optimized.
     if (children !== null) for (let i = 0; i < children.length; i++) stack.push(children[i]!);
     n.children = null;
     n.parent = null;

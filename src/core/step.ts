@@ -111,7 +111,7 @@ function admit(profile: Profile, parent: TimingNode): boolean {
   return false;
 }
 
-function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T): T {
+function run<T>(scope: TimingNode<Profile>, profile: Profile, name: string, fn: () => T): T {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return fn();
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
@@ -147,7 +147,7 @@ function run<T>(scope: TimingNode, profile: Profile, name: string, fn: () => T):
 
 const nativeThen = Promise.prototype.then;
 
-function open(scope: TimingNode, profile: Profile, name: string): Timing {
+function open(scope: TimingNode<Profile>, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return NOOP_TIMING;
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());

@@ -1,4 +1,11 @@
-import type { Profile } from './profile.js';
+/**
+ * What a live node needs from the profile it belongs to: its clock and a place for warnings.
+ * `Profile` is the one implementation; declared here so that this module needs nothing from it.
+ */
+export interface NodeOwner {
+  nowUs(): number;
+  warn(message: string): void;
+}
 
 /**
  * What `step(name)` returns. Stop it with `t.stop()` or let `using` dispose of it; `stop()` is
@@ -47,26 +54,25 @@ export class CustomNode {
  * are kept by its profile (`Profile.customs`), not in a field: most steps have none, and a field
  * is 8 bytes more per step.
  */
-export class TimingNode implements Timing {
+export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
   /** F_ERROR, F_USING, F_SYNC, and the depth above them. */
   flags: number;
-  children: TimingNode[] | null;
-  parent: TimingNode | null;
-  profile: Profile | null;
+  children: TimingNode<P>[] | null;
+  parent: TimingNode<P> | null;
+  profile: P | null;
   /**
    * For a `using` timing (F_USING): the store (scope) it was opened in, so stop() can pop it.
    * For a scope (the root, a callback step): the innermost `using` timing opened in it and still
-   * running. A `using` timing is never a scope, so one field serves both: a field less per node
-   * is 8 bytes less per step (bench/micro `--mem`).
+   * running. A `using` timing is never a scope, so one field serves both.
    */
-  link: TimingNode | null;
+  link: TimingNode<P> | null;
   /** For a callback step that returned a thenable: how long `fn` ran before returning; else -1. */
   syncUs: number;
 
-  constructor(name: string, parent: TimingNode | null, profile: Profile, startUs: number) {
+  constructor(name: string, parent: TimingNode<P> | null, profile: P, startUs: number) {
     this.name = name;
     this.startUs = startUs;
     this.durationUs = RUNNING;
@@ -88,7 +94,7 @@ export class TimingNode implements Timing {
   }
 
   /** @internal Record the end. Negative spans (a clock that went backwards) become 0. */
-  end(profile: Profile, flags: number): void {
+  end(profile: NodeOwner, flags: number): void {
     const d = profile.nowUs() - this.startUs;
     this.durationUs = d > 0 ? d : 0;
     this.flags |= flags;
@@ -111,7 +117,7 @@ export class TimingNode implements Timing {
  * scope itself; a stopped one gives way to its nearest running ancestor (a timer that fires
  * after its step ended still lands in the tree, one level up).
  */
-export function parentIn(scope: TimingNode): TimingNode {
+export function parentIn<P extends NodeOwner>(scope: TimingNode<P>): TimingNode<P> {
   let p = scope.link ?? scope;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
   return p;
@@ -123,7 +129,7 @@ export function parentIn(scope: TimingNode): TimingNode {
  * async branches sharing one scope): the timing opened inside it is moved up to be its sibling
  * and the profile says why, rather than keeping a tree that claims one contained the other.
  */
-function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
+function popUsing<P extends NodeOwner>(scope: TimingNode<P>, t: TimingNode<P>, profile: NodeOwner): void {
   if (scope.link === t) {
     let c = t.parent;
     while (c !== null && openedIn(c, scope) && c.durationUs !== RUNNING) c = c.parent;
@@ -145,6 +151,6 @@ function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
 }
 
 /** Whether `t` is a `using` timing opened in `scope`. */
-function openedIn(t: TimingNode, scope: TimingNode): boolean {
+function openedIn(t: TimingNode<NodeOwner>, scope: TimingNode<NodeOwner>): boolean {
   return (t.flags & F_USING) !== 0 && t.link === scope;
 }

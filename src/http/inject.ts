@@ -87,10 +87,8 @@ export function splice(body: Body, comment: string): Body {
 
 /** Index of the last `</body` followed by `>`, whitespace, `/` or the end; latin1 keeps byte offsets. */
 export function lastBodyClose(s: string): number {
-  // Pages end with their `</body>`, a few characters from the end: read those by hand. Each
-  // `lastIndexOf` is a call into V8's runtime, and the check made two strings for each `</` it
-  // found (`</html>`, then `</body>`). A page with no `</body` near its end gets the runtime's
-  // search, which is faster over a long string.
+  // Pages end with their `</body>`, a few characters from the end: those are read one by one.
+  // A page with no `</body` near its end gets `lastIndexOf`'s search over the rest.
   const stop = s.length > TAIL ? s.length - TAIL : 0;
   for (let i = s.length - 6; i >= stop; i--) {
     if (s.charCodeAt(i) === 0x3c && isBodyClose(s, i)) return i;

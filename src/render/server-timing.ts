@@ -37,9 +37,7 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
   const total = `total;dur=${ms1(p.durationMs)}`;
   // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
   // metric, so it could drop a last short one that fits. The metrics are then joined as they are
-  // made, with no list of them to measure and join (1,150 of the bench page's header's 9,970
-  // instructions, bench/instructions/steps.js). A value that does not fit makes them again, as a
-  // list to cut.
+  // made; a value that does not fit makes them again, as a list to cut.
   const whole = metrics(p, null);
   if (whole.length + total.length <= max) return whole + total;
   const list: string[] = [];
@@ -55,9 +53,6 @@ const SEP = ', ';
  */
 function metrics(p: ProfileJSON, list: string[] | null): string {
   let all = '';
-  // Indexed loops over `children` and `custom` here and in collect: a leaf's `children` is the
-  // shared frozen array (src/profile.ts), and for-of over arrays of both kinds left V8 calling the
-  // generic array iterator (bench/RESULTS.md Run 15).
   const top = p.root.children;
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
@@ -156,9 +151,7 @@ export function token(name: string): string {
   while (i < n && isTchar(name.charCodeAt(i))) i++;
   if (i === n && n > 0 && n <= MAX_TOKEN && name.charCodeAt(0) !== 0x5f && name.charCodeAt(n - 1) !== 0x5f) return reserved(name);
   // Human names ("load user") have spaces. Step names are mostly literals, so the same few come
-  // back request after request: remembered, since building one costs ~90 ns (with the two regex
-  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded as every kept
-  // name is (src/render/kept.ts).
+  // back request after request: remembered, bounded as every kept name is (src/render/kept.ts).
   if (n > MAX_KEPT_NAME) return tokenOf(name, i);
   return tokens.get(name) ?? keep(tokens, name, tokenOf(name, i));
 }

@@ -74,20 +74,9 @@ function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
   return typeof id === 'string' && id.length > 0 ? { owner: `app:${id}`, optIn: null } : null;
 }
 
-let lastPeer = '';
-let lastOwner = 'peer:';
-
-/**
- * The owner of a peer's profiles, the same string object while the peer is: the store looks it up
- * in a Map, and a new `peer:…` string per request (a cons string of 14+ characters) had to be
- * flattened and hashed each time.
- */
+/** The owner of a peer's profiles, when the app gives no `results.owner`. */
 function peerOwner(peer: string): string {
-  if (peer !== lastPeer) {
-    lastPeer = peer;
-    lastOwner = `peer:${peer}`;
-  }
-  return lastOwner;
+  return `peer:${peer}`;
 }
 
 /** One prefix test on the raw URL: the only cost results add to a developer's ordinary request. */

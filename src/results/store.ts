@@ -49,9 +49,8 @@ export interface ProfileStore {
  * @internal How miniprof saves a profile it sealed itself, where the store offers it (the memory
  * store): synchronously, and sized field by field (`profileBytes`), since such a tree has only the
  * fields miniprof writes, and only once its byte bound could be reached. `save` is for everything
- * else: its promise, and the `catch` the caller must put on it, were two more promises per
- * developer request, each paying the promise hooks (bench/RESULTS.md Run 9). A symbol private to
- * this copy of miniprof.
+ * else (a promise, and the `catch` the caller must put on it). A symbol private to this copy of
+ * miniprof.
  */
 export const SAVE_SEALED: unique symbol = Symbol('miniprof.saveSealed');
 
@@ -69,7 +68,7 @@ export interface SealedSave {
   };
 }
 
-/** Profile ids are random UUIDs (src/id.ts); anything else cannot be one of ours. */
+/** Profile ids are random UUIDs (crypto.randomUUID); anything else cannot be one of ours. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The list row of a profile; `savedAt` is the store's clock. Iterative: no tree can overflow the stack. */
