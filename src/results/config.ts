@@ -20,6 +20,12 @@ export interface ResultsOptions<Req = any> {
    * request is not treated as a developer's: profiles are never filed under a guess.
    */
   owner?: (req: Req) => string;
+  /**
+   * Keep the profiles of requests the app answered 404 without a single step or custom timing
+   * (`/favicon.ico`, a probe for `/.env`): by default they are not saved, so they never crowd the
+   * list. Default false.
+   */
+  keepNotFound?: boolean;
 }
 
 /** @internal */
@@ -32,11 +38,12 @@ export interface ResultsConfig {
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
+  keepNotFound: boolean;
 }
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
 
-const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner'];
+const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner', 'keepNotFound'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
 const MIN_SECRET_BYTES = 32;
 
@@ -67,6 +74,8 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (s === null || typeof s !== 'object' || typeof s.save !== 'function' || typeof s.get !== 'function' || typeof s.list !== 'function') {
     throw invalid('results.store', 'a store with save, get and list methods', store);
   }
+  const keepNotFound = ro.keepNotFound ?? false;
+  if (typeof keepNotFound !== 'boolean') throw invalid('results.keepNotFound', 'a boolean', keepNotFound);
   return {
     basePath,
     store: store as ProfileStore,
@@ -75,6 +84,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
     secret,
     optInMaxAgeMs,
+    keepNotFound,
   };
 }
 
