@@ -266,7 +266,7 @@ function fact(name: string, value: string): string {
 function label(r: Row): string {
   if (r.kind === 'step') return escapeHtml(r.name);
   const cmd = escapeHtml(r.name);
-  return `<span class="cat">${escapeHtml(r.category)}</span><code class="cmd" tabindex="0" title="${cmd}">${cmd}</code>`;
+  return `<span class="cat">${escapeHtml(r.category)}</span> <code class="cmd" tabindex="0" title="${cmd}">${cmd}</code>`;
 }
 
 function rowHtml(r: Row, scale: number, cls: string): string {
@@ -288,7 +288,7 @@ function foldHead(p: ProfileJSON, list: readonly Row[], f: Fold, scale: number):
     // The group's masked shape names them all; members may differ in their values.
     const g = p.similar?.find((x) => x.id === first.similar && x.category === first.category);
     const shape = escapeHtml(g?.command ?? first.name);
-    name = `<span class="cat">${escapeHtml(first.category)}</span><code class="shape" title="${shape}">${shape}</code>`;
+    name = `<span class="cat">${escapeHtml(first.category)}</span> <code class="shape" title="${shape}">${shape}</code>`;
   }
   let total = 0;
   let self = 0;
@@ -302,7 +302,7 @@ function foldHead(p: ProfileJSON, list: readonly Row[], f: Fold, scale: number):
   }
   const range = lo === hi ? `${msText(lo)} each` : `${msText(lo)}–${msText(hi)} each`;
   return (
-    `<tr class="fold-head ${first.kind}"><td class="name d${d}"><details><summary><span class="count">${heads.length} ×</span>${name}</summary></details></td>` +
+    `<tr class="fold-head ${first.kind}"><td class="name d${d}"><details><summary><span class="count">${heads.length} ×</span> ${name}</summary></details></td>` +
     `<td class="bar">${bars(heads, scale)}</td><td class="num">${escapeHtml(msText(self))}</td><td class="num">${escapeHtml(msText(total))}</td>` +
     `<td class="marks"><span class="range">${escapeHtml(range)}</span>${markHtml(merged(heads))}</td></tr>`
   );
@@ -354,7 +354,7 @@ function stepsTable(p: ProfileJSON): string {
 function similarTable(groups: NonNullable<ProfileJSON['similar']>): string {
   let out = '<h2>Similar commands (N+1)</h2><table class="similar"><thead><tr><th class="num">#</th><th>Command</th><th class="num">Count</th><th class="num">Total</th></tr></thead><tbody>';
   for (const g of groups) {
-    out += `<tr><td class="num">${escapeHtml(String(g.id))}</td><td class="name"><span class="cat">${escapeHtml(g.category)}</span><code class="shape">${escapeHtml(g.command)}</code></td><td class="num">${escapeHtml(String(g.count))}</td><td class="num">${escapeHtml(msText(g.durationMs))}</td></tr>`;
+    out += `<tr><td class="num">${escapeHtml(String(g.id))}</td><td class="name"><span class="cat">${escapeHtml(g.category)}</span> <code class="shape">${escapeHtml(g.command)}</code></td><td class="num">${escapeHtml(String(g.count))}</td><td class="num">${escapeHtml(msText(g.durationMs))}</td></tr>`;
   }
   return out + '</tbody></table>';
 }
