@@ -494,8 +494,9 @@ function template(p: ProfileJSON): ProfileJSON {
     if (!names.has(s)) names.set(s, `t${names.size}`);
     return names.get(s)!;
   };
-  const t = (n: ProfileJSON['root']): ProfileJSON['root'] => ({
+  const t = (n: ProfileJSON['root'] & { fanOut?: { name: string; category?: string } }): ProfileJSON['root'] => ({
     ...n,
+    ...(n.fanOut === undefined ? {} : { fanOut: { ...n.fanOut, name: ph(n.fanOut.name), ...(n.fanOut.category === undefined ? {} : { category: ph(n.fanOut.category) }) } }),
     name: ph(n.name),
     children: n.children.map(t),
     ...(n.custom === undefined ? {} : { custom: n.custom.map((c) => ({ ...c, category: ph(c.category), command: ph(c.command) })) }),
@@ -544,6 +545,9 @@ const timingArb: fc.Memo<ProfileJSON['root']> = fc.memo((d) =>
     serialized: fc.option(fc.constant(true as const), { nil: undefined }),
     parallelism: fc.option(fc.double({ min: 0, max: 9, noNaN: true }), { nil: undefined }),
     concurrency: fc.option(fc.double({ min: 1, max: 9, noNaN: true }), { nil: undefined }),
+    heldMs: fc.option(fc.double({ min: 0, max: 90, noNaN: true }), { nil: undefined }),
+    blockingAmbiguous: fc.option(fc.constant(true as const), { nil: undefined }),
+    fanOut: fc.option(fc.record({ name: nasty, count: fc.nat(9), category: fc.option(nasty, { nil: undefined }) }).map((f) => (f.category === undefined ? { name: f.name, count: f.count } : f)), { nil: undefined }),
   }).map((r) => {
     const out = { ...r } as Record<string, unknown>;
     for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];

@@ -22,22 +22,50 @@ export interface Row {
   unfinished: boolean;
   /** Same category, command and values as another timing of the profile (the JSON's `duplicate`). */
   duplicate: boolean;
-  /** How long the step held the event loop, when it did (`blocking`). */
-  blockingMs: number | undefined;
+  /** The step held the event loop (`blocking`): how long, and where. */
+  blocking: Mark | undefined;
   /** The id of the custom timing's group of similar commands (N+1), if any. */
   similar: number | undefined;
   /** A step whose children overlapped: their summed durations over its own. */
   parallelism: number | undefined;
-  /** About how many of a step's same-named children (or similar timings) ran at once. */
-  concurrency: number | undefined;
-  serialized: boolean;
-  /** The largest set of same-named children or similar custom timings under the step. */
-  fanOut: number;
+  /** `serialized ×N`, or how many of a fan-out ran at once. */
+  fanOut: Mark | undefined;
 }
 
-/** Where the step held the loop: its synchronous part, or the whole of a synchronous step. */
-function blockedFor(t: TimingJSON): number | undefined {
-  return t.blocking === true ? (t.syncMs ?? t.durationMs) : undefined;
+/**
+ * Fields the analysis may add to a step (see src/core/types.ts where they are declared): the loop
+ * held after an await, whether that stall is ambiguous, and the group a `concurrency` is about.
+ * Read through this view so the pages show them whenever a profile carries them.
+ */
+interface Analysed {
+  heldMs?: number;
+  blockingAmbiguous?: true;
+  fanOut?: { name: string; count: number; category?: string };
+}
+
+/** The blocking mark: the synchronous start (or all of a synchronous step), and the loop held after an await. */
+function blockingMark(t: TimingJSON & Analysed): Mark | undefined {
+  if (t.blocking !== true) return undefined;
+  const sync = msText(t.syncMs ?? t.durationMs);
+  if (t.heldMs === undefined) return { cls: 'blocking', text: `blocking ${sync}`, title: `held the event loop for ${sync} before its first await` };
+  const held = msText(t.heldMs);
+  const text = t.syncMs !== undefined ? `${sync} + ${held}` : held;
+  if (t.blockingAmbiguous === true) {
+    return { cls: 'blocking', text: `blocking? ${text}`, title: `the loop was held for ${held} while this and other steps or requests were running: any of them may have held it` };
+  }
+  return { cls: 'blocking', text: `blocking ${text}`, title: `held the event loop for ${held} after an await` };
+}
+
+/** The serialized or concurrency mark, naming the children it is about when the JSON does. */
+function fanOutMark(t: TimingJSON & Analysed, most: number): Mark | undefined {
+  if (t.serialized !== true && t.concurrency === undefined) return undefined;
+  const f = t.fanOut;
+  const n = f !== undefined ? f.count : most;
+  const group = f === undefined ? '' : `${f.count} × ${f.category === undefined ? '' : `[${f.category}] `}${f.name}`;
+  const c = t.concurrency === undefined ? '' : `concurrency ${(Math.round(t.concurrency * 10) / 10).toFixed(1)}`;
+  const title = [group === '' ? '' : t.serialized === true ? `${group} ran one at a time` : `${group}`, c].filter((x) => x !== '').join('; ');
+  if (t.serialized === true) return { cls: 'serialized', text: n >= 2 ? `serialized ×${n}` : 'serialized', title };
+  return { cls: 'concurrency', text: `${times(t.concurrency!)} at once`, title };
 }
 
 /**
@@ -71,12 +99,10 @@ export function rows(p: ProfileJSON): Row[] {
       error: t.error === true,
       unfinished: t.unfinished === true,
       duplicate: false,
-      blockingMs: blockedFor(t),
+      blocking: blockingMark(t),
       similar: undefined,
       parallelism: t.parallelism,
-      concurrency: t.concurrency,
-      serialized: t.serialized === true,
-      fanOut: fanOut(t),
+      fanOut: fanOutMark(t, largestGroup(t)),
     };
     out.push(row);
     open.push(row);
@@ -104,12 +130,10 @@ function customRow(c: CustomTimingJSON, depth: number, at: number): Row {
     error: c.error === true,
     unfinished: c.unfinished === true,
     duplicate: c.duplicate === true,
-    blockingMs: undefined,
+    blocking: undefined,
     similar: c.similar,
     parallelism: undefined,
-    concurrency: undefined,
-    serialized: false,
-    fanOut: 0,
+    fanOut: undefined,
   };
 }
 
@@ -134,7 +158,8 @@ function selfOf(t: TimingJSON): number {
   return Math.max(0, t.durationMs - covered);
 }
 
-function fanOut(t: TimingJSON): number {
+/** The largest set of same-named children or similar custom timings: what `serialized ×N` counts without a `fanOut`. */
+function largestGroup(t: TimingJSON): number {
   let most = 0;
   const count = (m: Map<string | number, number>, k: string | number) => {
     const n = (m.get(k) ?? 0) + 1;
@@ -202,8 +227,8 @@ export function scaleOf(list: readonly Row[]): number {
 function barClass(r: Row): string {
   if (r.error) return 'b-error';
   if (r.kind === 'custom') return r.duplicate ? 'b-duplicate' : r.similar !== undefined ? 'b-similar' : 'b-custom';
-  if (r.blockingMs !== undefined) return 'b-blocking';
-  return r.serialized ? 'b-serialized' : 'b-step';
+  if (r.blocking !== undefined) return 'b-blocking';
+  return r.fanOut?.cls === 'serialized' ? 'b-serialized' : 'b-step';
 }
 
 /**
@@ -226,6 +251,8 @@ export function bars(members: readonly Row[], scale: number): string {
 export interface Mark {
   cls: string;
   text: string;
+  /** Said on hover. */
+  title?: string;
 }
 
 /** The marks of a row, in a fixed order. */
@@ -233,11 +260,10 @@ export function marksOf(r: Row): Mark[] {
   const m: Mark[] = [];
   if (r.error) m.push({ cls: 'error', text: 'error' });
   if (r.unfinished) m.push({ cls: 'unfinished', text: 'unfinished' });
-  if (r.blockingMs !== undefined) m.push({ cls: 'blocking', text: `blocking ${msText(r.blockingMs)}` });
+  if (r.blocking !== undefined) m.push(r.blocking);
   if (r.duplicate) m.push({ cls: 'duplicate', text: 'duplicate' });
   if (r.similar !== undefined) m.push({ cls: 'similar', text: `similar #${num(r.similar)}` });
-  if (r.serialized) m.push({ cls: 'serialized', text: r.fanOut >= 2 ? `serialized ×${r.fanOut}` : 'serialized' });
-  else if (r.concurrency !== undefined) m.push({ cls: 'concurrency', text: `${times(r.concurrency)} at once` });
+  if (r.fanOut !== undefined) m.push(r.fanOut);
   if (r.parallelism !== undefined) m.push({ cls: 'parallel', text: `parallel ${times(r.parallelism)}` });
   return m;
 }
@@ -248,5 +274,5 @@ function times(n: number): string {
 
 /** Marks as badges; every text is escaped, though only numbers vary in it. */
 export function markHtml(list: readonly Mark[]): string {
-  return list.map((k) => `<span class="flag ${escapeHtml(k.cls)}">${escapeHtml(k.text)}</span>`).join('');
+  return list.map((k) => `<span class="flag ${escapeHtml(k.cls)}"${k.title === undefined || k.title === '' ? '' : ` title="${escapeHtml(k.title)}"`}>${escapeHtml(k.text)}</span>`).join('');
 }

@@ -60,8 +60,16 @@ function timing(t: unknown, at: At, stack: [unknown, At][]): void {
   if (!isObj(t)) fail(path(), 'an object');
   if (typeof t.name !== 'string') fail(`${path()}.name`, 'a string');
   for (const k of ['startMs', 'durationMs']) if (!isNum(t[k])) fail(`${path()}.${k}`, 'a number');
-  for (const k of ['syncMs', 'parallelism', 'concurrency']) if (t[k] !== undefined && !isNum(t[k])) fail(`${path()}.${k}`, 'a number');
-  for (const k of ['error', 'unfinished', 'blocking', 'serialized']) if (t[k] !== undefined && t[k] !== true) fail(`${path()}.${k}`, 'true or absent');
+  for (const k of ['syncMs', 'heldMs', 'parallelism', 'concurrency']) if (t[k] !== undefined && !isNum(t[k])) fail(`${path()}.${k}`, 'a number');
+  for (const k of ['error', 'unfinished', 'blocking', 'blockingAmbiguous', 'serialized']) if (t[k] !== undefined && t[k] !== true) fail(`${path()}.${k}`, 'true or absent');
+  if (t.fanOut !== undefined) {
+    const f = t.fanOut;
+    if (!isObj(f)) fail(`${path()}.fanOut`, 'an object');
+    if (typeof f.name !== 'string') fail(`${path()}.fanOut.name`, 'a string');
+    if (!isNum(f.count)) fail(`${path()}.fanOut.count`, 'a number');
+    if (f.category !== undefined && typeof f.category !== 'string') fail(`${path()}.fanOut.category`, 'a string');
+    if (f.similar !== undefined && !isNum(f.similar)) fail(`${path()}.fanOut.similar`, 'a number');
+  }
   if (!Array.isArray(t.children)) fail(`${path()}.children`, 'an array');
   const children = t.children as unknown[];
   // Pushed, not recursed into: no depth of a stored tree can overflow the stack.
@@ -113,6 +121,7 @@ export function readProfile(p: unknown): ReadProfile {
         if (!isObj(s)) fail(at, 'an object');
         str(s, 'category', at);
         for (const k of ['count', 'durationMs', 'duplicate', 'similar']) num(s, k, at);
+        num(s, 'wallMs', at, true);
       });
     }
     const stack: [unknown, At][] = [[p.root, { up: null, key: 'profile.root' }]];
