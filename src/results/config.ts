@@ -35,10 +35,11 @@ export interface ResultsConfig {
   listLimit: number;
   timeoutMs: number;
   owner: ((req: unknown) => unknown) | null;
+  /** Save a 404 with nothing timed (src/results/save.ts worthKeeping). */
+  keepNotFound: boolean;
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
-  keepNotFound: boolean;
 }
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
@@ -82,9 +83,9 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
     timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
+    keepNotFound,
     secret,
     optInMaxAgeMs,
-    keepNotFound,
   };
 }
 

@@ -3,9 +3,10 @@ import type { HttpConfig } from '../http/config.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
-import { CSS, matches, PAGE_HEADERS, parseFilter, readSummary, renderListPage, renderProfilePage } from './pages.js';
+import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
 import { withTimeout } from './timeout.js';
+import { matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {
@@ -125,7 +126,9 @@ export async function serveResults(
   const rest = (q === -1 ? url : url.slice(0, q)).slice(r.basePath.length);
   const base = r.basePath;
   try {
-    if (rest === '' || rest === '/') return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
+    if (rest === '' || rest === '/') {
+      return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
+    }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
     if (r.secret !== null && rest === '/opt-in') {
       if (dev.optIn !== null) return reply(303, HTML, '', { Location: `${base}/` });
