@@ -75,7 +75,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (s === null || typeof s !== 'object' || typeof s.save !== 'function' || typeof s.get !== 'function' || typeof s.list !== 'function') {
     throw invalid('results.store', 'a store with save, get and list methods', store);
   }
-  const keepNotFound = ro.keepNotFound ?? false;
+  const keepNotFound = ro.keepNotFound === undefined ? false : ro.keepNotFound;
   if (typeof keepNotFound !== 'boolean') throw invalid('results.keepNotFound', 'a boolean', keepNotFound);
   return {
     basePath,
