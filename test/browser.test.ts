@@ -20,10 +20,11 @@ declare function getComputedStyle(el: unknown): { borderCollapse: string };
 const ARTIFACTS = resolve(import.meta.dirname, '..', 'test-artifacts');
 /** `UPDATE_DOCS=1 npx vitest run test/browser.test.ts` also writes the README's screenshots. */
 const DOCS = resolve(import.meta.dirname, '..', 'docs');
+const README_SHOTS = new Set(['results-list.png', 'results-profile.png', 'results-profile-narrow.png']);
 
 async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, name), fullPage: true });
-  if (process.env.UPDATE_DOCS === '1') await page.screenshot({ path: join(DOCS, name), fullPage: true });
+  if (process.env.UPDATE_DOCS === '1' && README_SHOTS.has(name)) await page.screenshot({ path: join(DOCS, name), fullPage: true });
 }
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

@@ -73,7 +73,7 @@ table.steps td.name,table.steps td.marks,table.steps th.name,table.steps th.mark
 table.steps td.marks:empty,table.steps th.marks{display:none}
 table.steps td.bar{align-self:center}
 table.profiles thead{display:none}
-table.profiles tr{display:grid;grid-template-columns:auto auto auto minmax(0,1fr);gap:0 4px;border-bottom:1px solid #eaeef2;padding:4px 0}
+table.profiles tr{display:grid;grid-template-columns:repeat(5,auto);justify-content:start;gap:0 6px;border-bottom:1px solid #eaeef2;padding:4px 0}
 table.profiles td{padding:1px 4px}
 table.profiles td.path,table.profiles td.flags{grid-column:1/-1}
 table.profiles td.flags:empty{display:none}
