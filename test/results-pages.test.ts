@@ -151,6 +151,20 @@ describe('rows of the combined table', () => {
     expect(texts(step('a', 0, 50, kids, { concurrency: 2.04, fanOut: { name: 'q', count: 3, category: 'sql', similar: 1 } } as Partial<TimingJSON>))).toEqual(['×2.0 at once | 3 × [sql] q; concurrency 2.0']);
   });
 
+  test('the list flags: serialized, duplicate and n+1 apart, from the JSON’s own fields', () => {
+    const sql = (command: string, extra: object) => ({ category: 'sql', command, startMs: 1, durationMs: 1, ...extra });
+    const kids = [0, 1, 2].map((i) => step('load user', 0, 10 * (i + 1)));
+    const serialized = prof(step('root', 0, 50, [step('fan', 0, 40, kids, { concurrency: 1.1, serialized: true })]));
+    expect(summarize(serialized, 0).flags).toEqual(['serialized']);
+    const similar = prof(step('root', 0, 50, [], { custom: [sql('q ?', { similar: 1 }), sql('q ?', { similar: 1 })] }));
+    expect(summarize(similar, 0).flags).toEqual(['n+1']);
+    const both = prof(step('root', 0, 50, [], { custom: [sql('q 1', { similar: 1, duplicate: true }), sql('q 1', { similar: 1, duplicate: true })] }));
+    expect(summarize(both, 0).flags).toEqual(['duplicate', 'n+1']);
+    // Equal masked text alone is not a duplicate: only the JSON's flag says so.
+    const masked = prof(step('root', 0, 50, [], { custom: [sql('q ?', {}), sql('q ?', {})] }));
+    expect(summarize(masked, 0).flags).toEqual([]);
+  });
+
   test('readProfile names the first wrong field; renderProfilePage shows it as one line', () => {
     const bad = prof(step('root', 0, 1, [step('a', 0, 1, [step('b', 0, '1' as unknown as number)])]));
     expect(readProfile(bad)).toEqual({ ok: false, error: 'profile.root.children[0].children[0].durationMs is not a number' });
