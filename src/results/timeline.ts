@@ -57,10 +57,10 @@ function blockingMark(t: TimingJSON & Analysed): Mark | undefined {
 }
 
 /** The serialized or concurrency mark, naming the children it is about when the JSON does. */
-function fanOutMark(t: TimingJSON & Analysed, most: number): Mark | undefined {
+function fanOutMark(t: TimingJSON & Analysed): Mark | undefined {
   if (t.serialized !== true && t.concurrency === undefined) return undefined;
   const f = t.fanOut;
-  const n = f !== undefined ? f.count : most;
+  const n = f !== undefined ? f.count : largestGroup(t);
   const group = f === undefined ? '' : `${f.count} × ${f.category === undefined ? '' : `[${f.category}] `}${f.name}`;
   const c = t.concurrency === undefined ? '' : `concurrency ${(Math.round(t.concurrency * 10) / 10).toFixed(1)}`;
   const title = [group === '' ? '' : t.serialized === true ? `${group} ran one at a time` : `${group}`, c].filter((x) => x !== '').join('; ');
@@ -102,7 +102,7 @@ export function rows(p: ProfileJSON): Row[] {
       blocking: blockingMark(t),
       similar: undefined,
       parallelism: t.parallelism,
-      fanOut: fanOutMark(t, largestGroup(t)),
+      fanOut: fanOutMark(t),
     };
     out.push(row);
     open.push(row);
