@@ -41,50 +41,62 @@ function arr(v: unknown, path: string): unknown[] {
   return v;
 }
 
-/** Where a node sits, built into a path only when it is wrong: a deep tree's paths would be quadratic. */
+/**
+ * A node to check and where it sits: its parent's entry and its index there (-1: the root). The
+ * path is built only when the node is wrong: built for every node, a deep tree's paths would be
+ * quadratic, and a save through the Redis store checks every node.
+ */
 interface At {
+  readonly node: unknown;
   readonly up: At | null;
-  readonly key: string;
+  readonly index: number;
 }
 
 function pathOf(at: At): string {
   const parts: string[] = [];
-  for (let a: At | null = at; a !== null; a = a.up) parts.push(a.key);
-  // The innermost few levels say where; a thousand levels of `children[0]` would not.
+  for (let a: At | null = at; a !== null; a = a.up) parts.push(a.up === null ? 'profile.root' : `.children[${a.index}]`);
+  // The outermost and innermost levels say where; a thousand levels of `children[0]` would not.
   const shown = parts.length > 8 ? [...parts.slice(0, 6), '…', parts[parts.length - 1]!] : parts;
   return shown.reverse().join('');
 }
 
-function timing(t: unknown, at: At, stack: [unknown, At][]): void {
-  const path = pathOf.bind(null, at);
-  if (!isObj(t)) fail(path(), 'an object');
-  if (typeof t.name !== 'string') fail(`${path()}.name`, 'a string');
-  for (const k of ['startMs', 'durationMs']) if (!isNum(t[k])) fail(`${path()}.${k}`, 'a number');
-  for (const k of ['syncMs', 'heldMs', 'parallelism', 'concurrency']) if (t[k] !== undefined && !isNum(t[k])) fail(`${path()}.${k}`, 'a number');
-  for (const k of ['error', 'unfinished', 'blocking', 'blockingAmbiguous', 'serialized']) if (t[k] !== undefined && t[k] !== true) fail(`${path()}.${k}`, 'true or absent');
+function timing(at: At, stack: At[]): void {
+  const t = at.node;
+  if (!isObj(t)) fail(pathOf(at), 'an object');
+  if (typeof t.name !== 'string') fail(`${pathOf(at)}.name`, 'a string');
+  for (const k of NUMBERS) if (!isNum(t[k])) fail(`${pathOf(at)}.${k}`, 'a number');
+  for (const k of OPTIONAL_NUMBERS) if (t[k] !== undefined && !isNum(t[k])) fail(`${pathOf(at)}.${k}`, 'a number');
+  for (const k of FLAGS) if (t[k] !== undefined && t[k] !== true) fail(`${pathOf(at)}.${k}`, 'true or absent');
   if (t.fanOut !== undefined) {
     const f = t.fanOut;
-    if (!isObj(f)) fail(`${path()}.fanOut`, 'an object');
-    if (typeof f.name !== 'string') fail(`${path()}.fanOut.name`, 'a string');
-    if (!isNum(f.count)) fail(`${path()}.fanOut.count`, 'a number');
-    if (f.category !== undefined && typeof f.category !== 'string') fail(`${path()}.fanOut.category`, 'a string');
-    if (f.similar !== undefined && !isNum(f.similar)) fail(`${path()}.fanOut.similar`, 'a number');
+    if (!isObj(f)) fail(`${pathOf(at)}.fanOut`, 'an object');
+    if (typeof f.name !== 'string') fail(`${pathOf(at)}.fanOut.name`, 'a string');
+    if (!isNum(f.count)) fail(`${pathOf(at)}.fanOut.count`, 'a number');
+    if (f.category !== undefined && typeof f.category !== 'string') fail(`${pathOf(at)}.fanOut.category`, 'a string');
+    if (f.similar !== undefined && !isNum(f.similar)) fail(`${pathOf(at)}.fanOut.similar`, 'a number');
   }
-  if (!Array.isArray(t.children)) fail(`${path()}.children`, 'an array');
+  if (!Array.isArray(t.children)) fail(`${pathOf(at)}.children`, 'an array');
   const children = t.children as unknown[];
   // Pushed, not recursed into: no depth of a stored tree can overflow the stack.
-  for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], { up: at, key: `.children[${i}]` }]);
+  for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i], up: at, index: i });
   if (t.custom === undefined) return;
-  const custom = arr(t.custom, `${path()}.custom`);
-  custom.forEach((c, i) => {
-    const where = () => `${path()}.custom[${i}]`;
-    if (!isObj(c)) fail(where(), 'an object');
-    for (const k of ['category', 'command']) if (typeof c[k] !== 'string') fail(`${where()}.${k}`, 'a string');
-    for (const k of ['startMs', 'durationMs']) if (!isNum(c[k])) fail(`${where()}.${k}`, 'a number');
-    if (c.similar !== undefined && !isNum(c.similar)) fail(`${where()}.similar`, 'a number');
-    for (const k of ['error', 'unfinished', 'duplicate']) if (c[k] !== undefined && c[k] !== true) fail(`${where()}.${k}`, 'true or absent');
-  });
+  if (!Array.isArray(t.custom)) fail(`${pathOf(at)}.custom`, 'an array');
+  const custom = t.custom as unknown[];
+  for (let i = 0; i < custom.length; i++) {
+    const c = custom[i];
+    if (!isObj(c)) fail(`${pathOf(at)}.custom[${i}]`, 'an object');
+    for (const k of CUSTOM_STRINGS) if (typeof c[k] !== 'string') fail(`${pathOf(at)}.custom[${i}].${k}`, 'a string');
+    for (const k of NUMBERS) if (!isNum(c[k])) fail(`${pathOf(at)}.custom[${i}].${k}`, 'a number');
+    if (c.similar !== undefined && !isNum(c.similar)) fail(`${pathOf(at)}.custom[${i}].similar`, 'a number');
+    for (const k of CUSTOM_FLAGS) if (c[k] !== undefined && c[k] !== true) fail(`${pathOf(at)}.custom[${i}].${k}`, 'true or absent');
+  }
 }
+
+const NUMBERS = ['startMs', 'durationMs'];
+const OPTIONAL_NUMBERS = ['syncMs', 'heldMs', 'parallelism', 'concurrency'];
+const FLAGS = ['error', 'unfinished', 'blocking', 'blockingAmbiguous', 'serialized'];
+const CUSTOM_STRINGS = ['category', 'command'];
+const CUSTOM_FLAGS = ['error', 'unfinished', 'duplicate'];
 
 /** Check a stored profile has the shapes of the v1 JSON that the pages read. */
 export function readProfile(p: unknown): ReadProfile {
@@ -124,11 +136,8 @@ export function readProfile(p: unknown): ReadProfile {
         num(s, 'wallMs', at, true);
       });
     }
-    const stack: [unknown, At][] = [[p.root, { up: null, key: 'profile.root' }]];
-    while (stack.length > 0) {
-      const [t, at] = stack.pop()!;
-      timing(t, at, stack);
-    }
+    const stack: At[] = [{ node: p.root, up: null, index: -1 }];
+    while (stack.length > 0) timing(stack.pop()!, stack);
     return { ok: true, profile: p as unknown as ProfileJSON };
   } catch (err) {
     // Only our own messages: field paths and indexes, never stored text.
