@@ -16,7 +16,7 @@ import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import type { MiniprofOptions } from '../src/http/config.js';
 import { memoryStore, step, timing, type ProfileJSON, type ProfileStore } from '../src/index.js';
 import { signOptIn } from '../src/results/optin.js';
-import { PAGE_HEADERS, renderListPage, renderProfilePage } from '../src/results/pages.js';
+import { LIST_HEADERS, PAGE_HEADERS, renderListPage, renderProfilePage } from '../src/results/pages.js';
 import { summarize } from '../src/results/store.js';
 import { closeServers, raw, serve, waitFor, withoutDate, type RawRequest, type RawResponse } from './helpers/http.js';
 
@@ -199,8 +199,9 @@ for (const kind of ['express', 'fastify'] as const) {
       await waitFor(() => ids.every((id) => store.saved.includes(id)));
       const list = await raw(port, { path: '/debug/prof/', headers: { 'x-dev': '1' } });
       expect(list.status).toBe(200);
-      for (const [k, v] of Object.entries(PAGE_HEADERS)) expect(list.headers[k.toLowerCase()]).toEqual([v]);
+      for (const [k, v] of Object.entries(LIST_HEADERS)) expect(list.headers[k.toLowerCase()]).toEqual([v]);
       expect(list.headers['content-type']).toEqual(['text/html; charset=utf-8']);
+      // The list's filter is a GET form back to this origin; no other page may submit a form.
       expect(list.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"]);
       const html = list.payload.toString();
       const order = [...html.matchAll(/href="\/debug\/prof\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
@@ -209,6 +210,8 @@ for (const kind of ['express', 'fastify'] as const) {
       expect(html).toContain('<span class="flag duplicate">duplicate</span><span class="flag n+1">n+1</span>');
       const one = await raw(port, { path: `/debug/prof/${ids[0]}`, headers: { 'x-dev': '1' } });
       expect(one.status).toBe(200);
+      for (const [k, v] of Object.entries(PAGE_HEADERS)) expect(one.headers[k.toLowerCase()]).toEqual([v]);
+      expect(one.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"]);
       expect(one.headers['cache-control']).toEqual(['private, no-store']);
       expect(one.headers['x-content-type-options']).toEqual(['nosniff']);
       const body = one.payload.toString();

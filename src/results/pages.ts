@@ -6,15 +6,23 @@ import { readProfile } from './view.js';
 
 /**
  * Headers of every results response. No script may run and nothing but our own stylesheet may
- * load; forms may only go back to this origin (the list's filter is a plain GET form); the pages
- * are private to one developer and must never be cached or sniffed.
+ * load; the pages are private to one developer and must never be cached or sniffed.
  */
 export const PAGE_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'Content-Security-Policy': "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Cache-Control': 'private, no-store',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
+} as const;
+
+/**
+ * The list's headers: the same, except that a form may go back to this origin (`form-action
+ * 'none'` also stops a GET form, and the list's filter is one).
+ */
+export const LIST_HEADERS = {
+  ...PAGE_HEADERS,
+  'Content-Security-Policy': "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
 } as const;
 
 const DEPTHS = 24;

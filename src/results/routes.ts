@@ -6,7 +6,7 @@ import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './o
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
 import { withTimeout } from './timeout.js';
-import { matches, parseFilter, readSummary } from './pages.js';
+import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {
@@ -170,7 +170,8 @@ async function listPage(r: ResultsConfig, dev: Developer, query: string): Promis
     });
   }
   const optIn = r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
-  return reply(200, HTML, renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems }));
+  const html = renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems });
+  return reply(200, HTML, html, { 'Content-Security-Policy': LIST_HEADERS['Content-Security-Policy'] });
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
