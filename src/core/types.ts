@@ -53,6 +53,13 @@ export interface TimingJSON {
    * (≈N when N ran in parallel, ≈1 when they really took turns).
    */
   parallelism?: number;
+  /**
+   * For a step (or the root) with three or more children of the same name, or similar custom
+   * timings, that started together: about how many of them actually ran at once.
+   */
+  concurrency?: number;
+  /** Those children ran one at a time (`concurrency` close to 1). */
+  serialized?: true;
 }
 
 /** What an HTTP adapter knows about the request; the path never has a query string. */

@@ -20,6 +20,12 @@ export interface ResultsOptions<Req = any> {
    * request is not treated as a developer's: profiles are never filed under a guess.
    */
   owner?: (req: Req) => string;
+  /**
+   * Keep the profiles of requests the app answered 404 without a single step or custom timing
+   * (`/favicon.ico`, a probe for `/.env`): by default they are not saved, so they never crowd the
+   * list. Default false.
+   */
+  keepNotFound?: boolean;
 }
 
 /** @internal */
@@ -29,6 +35,8 @@ export interface ResultsConfig {
   listLimit: number;
   timeoutMs: number;
   owner: ((req: unknown) => unknown) | null;
+  /** Save a 404 with nothing timed (src/results/save.ts worthKeeping). */
+  keepNotFound: boolean;
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
@@ -36,7 +44,7 @@ export interface ResultsConfig {
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
 
-const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner'];
+const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner', 'keepNotFound'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
 const MIN_SECRET_BYTES = 32;
 
@@ -67,12 +75,15 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (s === null || typeof s !== 'object' || typeof s.save !== 'function' || typeof s.get !== 'function' || typeof s.list !== 'function') {
     throw invalid('results.store', 'a store with save, get and list methods', store);
   }
+  const keepNotFound = ro.keepNotFound === undefined ? false : ro.keepNotFound;
+  if (typeof keepNotFound !== 'boolean') throw invalid('results.keepNotFound', 'a boolean', keepNotFound);
   return {
     basePath,
     store: store as ProfileStore,
     listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
     timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
+    keepNotFound,
     secret,
     optInMaxAgeMs,
   };

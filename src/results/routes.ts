@@ -6,6 +6,7 @@ import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './o
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
 import { withTimeout } from './timeout.js';
+import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {
@@ -115,8 +116,7 @@ export async function serveResults(
   const base = r.basePath;
   try {
     if (rest === '' || rest === '/') {
-      const list = await bounded(r, () => r.store.list(dev.owner, r.listLimit));
-      return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
+      return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
     if (r.secret !== null && rest === '/opt-in') {
@@ -133,11 +133,34 @@ export async function serveResults(
     const p = await bounded(r, () => r.store.get(dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
-    return reply(200, HTML, renderProfilePage(p, base));
+    return reply(200, HTML, renderProfilePage(p, base, id));
   } catch (err) {
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
   }
+}
+
+/** Profiles read for a filtered list: the filter looks this far back, whatever `listLimit` is. */
+const FILTER_WINDOW = 1000;
+
+/**
+ * The list page, filtered by the query's `path` and `flag` (checked in parseFilter). Rows that are
+ * not summaries stay in, to be shown as malformed, unless a filter is on.
+ */
+async function listPage(r: ResultsConfig, dev: Developer, query: string): Promise<ResultsReply> {
+  const { filter, problems } = parseFilter(query);
+  const on = filter.path !== '' || filter.flag !== '';
+  let list: unknown[] = await bounded(r, () => r.store.list(dev.owner, on ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
+  if (!Array.isArray(list)) list = [];
+  if (on) {
+    list = list.filter((x) => {
+      const s = readSummary(x);
+      return s !== null && matches(s, filter);
+    });
+  }
+  const optIn = r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
+  const html = renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems });
+  return reply(200, HTML, html, { 'Content-Security-Policy': LIST_HEADERS['Content-Security-Policy'] });
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
