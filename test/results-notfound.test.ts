@@ -25,8 +25,8 @@ function watched(): ProfileStore & { saved: string[] } {
   return { saved, save: async (o, p) => (await inner.save(o, p), void saved.push(p.request!.path)), get: inner.get, list: inner.list };
 }
 
-async function app(kind: 'express' | 'fastify', store: ProfileStore): Promise<number> {
-  const opts = { isDeveloper: () => true, results: { store } };
+async function app(kind: 'express' | 'fastify', store: ProfileStore, keepNotFound = false): Promise<number> {
+  const opts = { isDeveloper: () => true, results: { store, keepNotFound } };
   if (kind === 'express') {
     const a = express();
     a.use(expressMiniprof(opts));
@@ -64,6 +64,14 @@ for (const kind of ['express', 'fastify'] as const) {
     const list = (await raw(port, { path: '/_miniprof/' })).payload.toString();
     expect(list).not.toContain('favicon');
     expect(list).toContain('/users/7');
+  });
+
+  test(`${kind}: with results.keepNotFound the bare 404s are saved too`, async () => {
+    const store = watched();
+    const port = await app(kind, store, true);
+    for (const path of ['/favicon.ico', '/ok']) await raw(port, { path });
+    await waitFor(() => store.saved.includes('/ok'));
+    expect(store.saved).toEqual(['/favicon.ico', '/ok']);
   });
 }
 

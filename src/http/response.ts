@@ -163,7 +163,7 @@ export class ProfiledResponse implements Expiring {
 
   private save(): void {
     const r = this.cfg.results;
-    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound());
+    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound(), r.keepNotFound);
   }
 }
 
