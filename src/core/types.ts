@@ -33,6 +33,8 @@ export interface CustomTimingJSON {
   duplicate?: true;
   /** The id of this command's group of similar commands (`ProfileJSON.similar`), if it has one. */
   similar?: number;
+  /** An OpenTelemetry span covers this call (miniprof/otel): it is in the trace already. */
+  traced?: true;
 }
 
 /** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
@@ -53,6 +55,8 @@ export interface TimingJSON {
    * (≈N when N ran in parallel, ≈1 when they really took turns).
    */
   parallelism?: number;
+  /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
+  traced?: true;
 }
 
 /** What an HTTP adapter knows about the request; the path never has a query string. */
@@ -84,4 +88,6 @@ export interface ProfileJSON {
    * (measured against real time, so only with the default clock).
    */
   eventLoopDelayMs?: number;
+  /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
+  traceId?: string;
 }

@@ -1,4 +1,5 @@
 import type { ProfileJSON } from '../core/types.js';
+import { traceLink } from '../core/trace.js';
 import { escapeHtml, jsonForScript, msText } from './html.js';
 import { summarize, type ProfileSummary } from './store.js';
 import { renderTimeline, rows } from './timeline.js';
@@ -89,6 +90,7 @@ export function renderProfilePage(p: ProfileJSON, base: string): string {
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
   if (p.eventLoopDelayMs !== undefined) body += fact('Event-loop delay', msText(p.eventLoopDelayMs));
+  if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += `<h2>Timeline</h2><div class="timeline-wrap">${renderTimeline(p)}</div>`;
   body += `<h2>Tree</h2>${tree(p)}`;
@@ -100,6 +102,13 @@ export function renderProfilePage(p: ProfileJSON, base: string): string {
   }
   body += `<script type="application/json" id="miniprof-profile">${jsonForScript(p)}</script>`;
   return page(`miniprof: ${s.method} ${s.path}`, base, body);
+}
+
+/** The trace id, linked to the tracing backend when miniprof/otel's `traceUrl` gives a page for it. */
+function traceFact(traceId: string): string {
+  const url = traceLink(traceId);
+  const id = escapeHtml(traceId);
+  return url === undefined ? `<div><dt>Trace</dt><dd>${id}</dd></div>` : `<div><dt>Trace</dt><dd><a href="${escapeHtml(url)}" rel="noreferrer">${id}</a></dd></div>`;
 }
 
 function fact(name: string, value: string): string {
