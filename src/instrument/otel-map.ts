@@ -61,7 +61,7 @@ const OWN_LIBS: ReadonlyMap<string, string> = new Map([
   ['@opentelemetry/instrumentation-pg', 'pg'],
 ]);
 
-/** Their spans for opening a connection: a call miniprof's own instrumentation never reports. */
+/** Spans for opening a database connection (pg, ioredis, node-redis): steps, not commands. */
 const CONNECT_SPANS = new Set(['pg.connect', 'pg-pool.connect', 'connect', 'redis-connect']);
 
 function str(v: unknown): string | undefined {
@@ -83,7 +83,9 @@ function httpMethod(a: SpanParts['attributes']): string | undefined {
 export function kindOf(s: SpanParts): number {
   if (s.kind === SERVER || scopeOf(s) === EXPORT_SCOPE) return SKIP;
   const a = s.attributes;
-  if (dbSystem(a) !== undefined) return CUSTOM;
+  // Opening a connection is time spent, but not a command: as a step it stays out of the N+1 and
+  // duplicate counts, where every pool checkout would read as a repeated query.
+  if (dbSystem(a) !== undefined) return CONNECT_SPANS.has(s.name) ? STEP : CUSTOM;
   if (s.kind === CLIENT && httpMethod(a) !== undefined) return CUSTOM;
   if ((s.kind === CLIENT || s.kind === PRODUCER) && (str(a['rpc.system']) ?? str(a['messaging.system'])) !== undefined) return CUSTOM;
   return STEP;
@@ -149,11 +151,11 @@ function urlOf(a: SpanParts['attributes']): string {
 }
 
 /**
- * The library whose calls miniprof may also time itself, for a span of one of those calls (not
- * its connection spans); else null, and the span is recorded whatever miniprof does.
+ * The library whose calls miniprof may also time itself, for a custom-timing span of one of those
+ * calls; else null, and the span is recorded whatever miniprof does.
  */
 export function ownLibOf(s: SpanParts): string | null {
   const scope = scopeOf(s);
   const lib = scope === undefined ? undefined : OWN_LIBS.get(scope);
-  return lib === undefined || CONNECT_SPANS.has(s.name) ? null : lib;
+  return lib ?? null;
 }
