@@ -205,6 +205,36 @@ describe('spans join the current profile', () => {
   });
 });
 
+describe('cost outside a profile', () => {
+  test('onStart and onEnd outside a profile read nothing of the span (one check each)', () => {
+    const untouchable = new Proxy({}, {
+      get(_t, key) {
+        throw new Error(`read ${String(key)}`);
+      },
+    });
+    const p = new MiniprofSpanProcessor();
+    expect(() => p.onStart(untouchable as never, untouchable as never)).not.toThrow();
+    expect(() => p.onEnd(untouchable)).not.toThrow();
+  });
+});
+
+describe('the JSON with spans in it', () => {
+  test('`traced` and `traceId` are counted by profileBytes (exact) and jsonBound (at least)', async () => {
+    const { profileBytes } = await import('../src/core/json.js');
+    const { profile } = await span('request', () =>
+      withProfile('job', async () => {
+        await span('from otel', () => client('q', { 'db.system.name': 'postgresql', 'db.query.text': 'select "é" from t where x = 1' }));
+      }),
+    );
+    const json = profile.toJSON();
+    expect(json.traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(json.root.children[0]!.traced).toBe(true);
+    const size = Buffer.byteLength(JSON.stringify(json));
+    expect(profileBytes(json)).toBe(size);
+    expect(profile.jsonBound()).toBeGreaterThanOrEqual(size);
+  });
+});
+
 describe('the trace id', () => {
   test('a profile opened while a span is active records its trace id: JSON, the text tree\'s header line, the results page', async () => {
     const c = fakeClock();
