@@ -28,12 +28,8 @@ function scopeOf(s: SpanParts): string | undefined {
   return (s.instrumentationScope ?? s.instrumentationLibrary)?.name;
 }
 
-/** Not recorded: the request itself (the profile's root), or a span miniprof exported. */
-export const SKIP = 0;
-/** A step, nested as the spans nest. */
-export const STEP = 1;
-/** A custom timing: a database call, an HTTP call, an RPC or a message sent. */
-export const CUSTOM = 2;
+/** {@link classify}'s answer for a span that becomes a step. */
+export const STEP = '';
 
 /** The scope of the spans `exportProfile` makes: never fed back into a profile. */
 export const EXPORT_SCOPE = 'miniprof';
@@ -79,28 +75,28 @@ function httpMethod(a: SpanParts['attributes']): string | undefined {
   return m === '_OTHER' ? (str(a['http.request.method_original']) ?? m) : m;
 }
 
-/** SKIP, STEP or CUSTOM. */
-export function kindOf(s: SpanParts): number {
-  if (s.kind === SERVER || scopeOf(s) === EXPORT_SCOPE) return SKIP;
-  const a = s.attributes;
-  // Opening a connection is time spent, but not a command: as a step it stays out of the N+1 and
-  // duplicate counts, where every pool checkout would read as a repeated query.
-  if (dbSystem(a) !== undefined) return CONNECT_SPANS.has(s.name) ? STEP : CUSTOM;
-  if (s.kind === CLIENT && httpMethod(a) !== undefined) return CUSTOM;
-  if ((s.kind === CLIENT || s.kind === PRODUCER) && (str(a['rpc.system']) ?? str(a['messaging.system'])) !== undefined) return CUSTOM;
-  return STEP;
-}
-
 /**
- * A custom timing's category: `sql` for SQL databases, else the system's own name (`redis`,
- * `mongodb`…); `http`; the RPC or messaging system (`grpc`, `aws-api`, `kafka`).
+ * What a span becomes, read once as it starts: null, nothing (the request's own server span, one
+ * `exportProfile` made); {@link STEP}, a step nested as the spans nest; else a custom timing of
+ * this category: `sql` for SQL databases, else the database system's own name (`redis`,
+ * `mongodb`…); `http` for an HTTP client call; the RPC or messaging system (`grpc`, `aws-api`,
+ * `kafka`) for other client and producer spans.
  */
-export function categoryOf(s: SpanParts): string {
+export function classify(s: SpanParts): string | null {
+  const kind = s.kind;
+  if (kind === SERVER || scopeOf(s) === EXPORT_SCOPE) return null;
   const a = s.attributes;
   const db = dbSystem(a);
-  if (db !== undefined) return SQL_SYSTEMS.has(db) ? 'sql' : db;
-  if (s.kind === CLIENT && httpMethod(a) !== undefined) return 'http';
-  return (str(a['rpc.system']) ?? str(a['messaging.system']) ?? 'span').toLowerCase();
+  if (db !== undefined) {
+    // Opening a connection is time spent, but not a command: as a step it stays out of the N+1
+    // and duplicate counts, where every pool checkout would read as a repeated query.
+    if (CONNECT_SPANS.has(s.name)) return STEP;
+    return SQL_SYSTEMS.has(db) ? 'sql' : db;
+  }
+  if (kind !== CLIENT && kind !== PRODUCER) return STEP;
+  if (kind === CLIENT && httpMethod(a) !== undefined) return 'http';
+  const system = str(a['rpc.system']) ?? str(a['messaging.system']);
+  return system === undefined ? STEP : system.toLowerCase();
 }
 
 /**
@@ -108,7 +104,7 @@ export function categoryOf(s: SpanParts): string {
  * the seal, src/analysis/normalize.ts, so N+1 and duplicate detection read the same shapes):
  * - a database call: its query text (`db.query.text`, `db.statement`), with its parameter values
  *   appended as literals when the instrumentation sent them (pg's `enhancedDatabaseReporting`:
- *   `db.postgresql.values`; `db.query.parameter.<key>`), as instrumentPg does; else the operation
+ *   `db.postgresql.values`; positional `db.query.parameter.<n>`), as instrumentPg does; else the operation
  *   and collection, else the span's name;
  * - an HTTP call: `GET http://host:port/path?query`, as miniprof's own;
  * - anything else: the span's name.
@@ -131,6 +127,8 @@ export function commandOf(s: SpanParts): string {
 function paramsOf(a: SpanParts['attributes']): unknown[] | undefined {
   const pg = a['db.postgresql.values'];
   if (Array.isArray(pg)) return pg;
+  // Positional parameters start at 0; the walk over every attribute is only made for them.
+  if (a['db.query.parameter.0'] === undefined) return undefined;
   let out: unknown[] | undefined;
   for (const key in a) {
     if (key.startsWith('db.query.parameter.')) (out ??= []).push(a[key]);

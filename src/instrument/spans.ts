@@ -3,7 +3,7 @@ import { report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import type { Profile } from '../core/profile.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, TimingNode } from '../core/timing.js';
-import { categoryOf, commandOf, CUSTOM, kindOf, ownLibOf, SKIP, type SpanParts } from './otel-map.js';
+import { classify, commandOf, ownLibOf, STEP, type SpanParts } from './otel-map.js';
 import { claim, pend, unpend } from './record.js';
 
 /**
@@ -36,29 +36,29 @@ export function spanStarted(s: SpanParts, parent: SpanNode | undefined, lagUs: n
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
   try {
-    const kind = kindOf(s);
-    if (kind === SKIP) return undefined;
+    const category = classify(s);
+    if (category === null) return undefined;
     const under = placeOf(parentIn(scope), parent, profile);
     const cfg = profile.config;
     let lib: string | null = null;
-    if (kind === CUSTOM) {
+    if (category !== STEP) {
       lib = ownLibOf(s);
       // miniprof's own instrumentation opened this very call: it stays, marked as traced.
       if (lib !== null && claim(profile, lib, under, true) !== null) return undefined;
     }
-    if (profile.count >= cfg.maxSteps || (kind !== CUSTOM && under.depth >= cfg.maxDepth)) {
+    if (profile.count >= cfg.maxSteps || (category === STEP && under.depth >= cfg.maxDepth)) {
       profile.droppedSteps++;
       return undefined;
     }
     profile.count++;
     const now = profile.nowUs();
     const startUs = lagUs > 0 && now > lagUs ? now - lagUs : now;
-    if (kind !== CUSTOM) {
+    if (category === STEP) {
       const t = new TimingNode(toText(s.name, cfg.maxNameLength), under, profile, startUs);
       t.flags |= F_TRACED;
       return { profile, node: t };
     }
-    const c = new CustomNode(toText(categoryOf(s), cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
+    const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
     c.flags |= F_SPAN | F_TRACED;
     profile.addCustom(under, c);
     if (lib !== null) pend(profile, { lib, parent: under, node: c, own: false });
@@ -70,8 +70,9 @@ export function spanStarted(s: SpanParts, parent: SpanNode | undefined, lagUs: n
 }
 
 /**
- * The span ended after `durationUs`: its node ends with it, a custom timing with the command its
- * final attributes give (pg sets the query text after the span started). A sealed profile is not
+ * The span ended after `durationUs`: its node ends with it; a custom timing whose command was
+ * only the span's name at the start takes the one its final attributes give (pg sets the query
+ * text just after the span started). A sealed profile is not
  * changed, nor is a custom timing miniprof's own instrumentation took over (it ends it itself).
  */
 export function spanEnded(sn: SpanNode, s: SpanParts, durationUs: number, failed: boolean): void {
@@ -86,7 +87,8 @@ export function spanEnded(sn: SpanNode, s: SpanParts, durationUs: number, failed
     }
     if ((node.flags & F_SPAN) === 0) return;
     if (profile.pending !== null) unpend(profile, node);
-    node.command = toText(commandOf(s), profile.config.maxCommandLength);
+    // Read again only when the text was not there at the start (pg sets it just after).
+    if (node.command === s.name) node.command = toText(commandOf(s), profile.config.maxCommandLength);
     node.durationUs = d;
     if (failed) node.flags |= F_ERROR;
   } catch (err) {
