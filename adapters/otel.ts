@@ -24,7 +24,7 @@ export interface MiniprofSpanProcessorOptions {
 }
 
 /** The span as the SDK hands it over: what the mapping reads, and its times and status. */
-type SdkSpan = SpanParts & { readonly startTime: HrTime; readonly duration: HrTime; readonly status: { code: number } };
+type SdkSpan = SpanParts & { readonly startTime?: HrTime; readonly duration?: HrTime; readonly status?: { code: number } };
 
 /** Each recorded span's place in its profile, until it ends. */
 const nodes = new WeakMap<object, SpanNode>();
@@ -63,8 +63,8 @@ export class MiniprofSpanProcessor {
   onStart(span: Span, parentContext: Context): void {
     if (!inProfile()) return;
     const s = span as unknown as SdkSpan;
-    const parent = trace.getSpan(parentContext);
-    const sn = spanStarted(s, parent === undefined ? undefined : nodes.get(parent), lagUs(s.startTime));
+    const parent = parentContext === undefined ? undefined : trace.getSpan(parentContext);
+    const sn = spanStarted(s, span.spanContext().traceId, parent === undefined ? undefined : nodes.get(parent), lagUs(s.startTime));
     if (sn === undefined) return;
     nodes.set(span, sn);
     live++;
@@ -77,7 +77,7 @@ export class MiniprofSpanProcessor {
     nodes.delete(span);
     live--;
     const s = span as SdkSpan;
-    spanEnded(sn, s, Math.round(s.duration[0] * 1e6 + s.duration[1] / 1e3), s.status.code === SpanStatusCode.ERROR);
+    spanEnded(sn, s, usOf(s.duration), s.status?.code === SpanStatusCode.ERROR);
   }
 
   forceFlush(): Promise<void> {
@@ -103,9 +103,16 @@ function activeSpan(): SpanContext | undefined {
  * away, so a live span reads 0-1 ms old; older, its start was given (Prisma's engine spans are
  * made after the fact), and it is placed that far back.
  */
-function lagUs(start: HrTime): number {
+function lagUs(start: HrTime | undefined): number {
+  // A span of an SDK that has no start time (not OpenTelemetry's) is taken as started now.
+  if (!Array.isArray(start)) return 0;
   const lagMs = Date.now() - (start[0] * 1e3 + start[1] / 1e6);
   return lagMs > 2 ? Math.round(lagMs * 1e3) : 0;
+}
+
+/** An HrTime in whole microseconds; 0 for anything else. */
+function usOf(t: HrTime | undefined): number {
+  return Array.isArray(t) ? Math.round(t[0] * 1e6 + t[1] / 1e3) : 0;
 }
 
 function hr(ms: number): HrTime {

@@ -164,6 +164,21 @@ describe('spans join the current profile', () => {
     expect(t!.durationMs).toBeGreaterThanOrEqual(49);
   });
 
+  test('a span of another trace than the profile\'s does not join it (a library that lost the async context runs another request\'s call here)', async () => {
+    const { profile } = await span('request', () =>
+      withProfile('job', () => {
+        tracer.startSpan('another request\'s query', { root: true, kind: SpanKind.CLIENT, attributes: { 'db.system': 'redis', 'db.statement': 'get x' } }).end();
+        tracer.startSpan('this request\'s query', { kind: SpanKind.CLIENT, attributes: { 'db.system': 'redis', 'db.statement': 'get y' } }).end();
+      }),
+    );
+    expect(shape(profile.toJSON().root)).toEqual({ name: 'job', custom: ['[redis] get y (traced)'] });
+    // Without a trace of its own (no span was active as it opened), a profile takes any span.
+    const { profile: untraced } = await withProfile('job', () => {
+      tracer.startSpan('q', { root: true, kind: SpanKind.CLIENT, attributes: { 'db.system': 'redis', 'db.statement': 'get z' } }).end();
+    });
+    expect(shape(untraced.toJSON().root)).toEqual({ name: 'job', custom: ['[redis] get z (traced)'] });
+  });
+
   test('outside a profile nothing is recorded, and spans are exported as usual', async () => {
     await span('alone', () => client('q', { 'db.system': 'redis', 'db.statement': 'get a' }));
     const { profile } = await withProfile('job', () => {});

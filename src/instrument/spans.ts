@@ -26,15 +26,20 @@ export interface SpanNode {
 }
 
 /**
- * Record a span that just started. `parent`: the SpanNode of its parent span, if it has one;
- * `lagUs`: how long before now it started (0 for a span started now). Returns undefined when
- * nothing is recorded: no live profile here, a span miniprof does not show (the request's own,
- * one it exported), a call miniprof's own instrumentation reported first, or a full profile.
+ * Record a span that just started. `traceId`: its trace's; `parent`: the SpanNode of its parent
+ * span, if it has one; `lagUs`: how long before now it started (0 for a span started now).
+ * Returns undefined when nothing is recorded: no live profile here, a span of another trace than
+ * the profile's, a span miniprof does not show (the request's own, one it exported), a call
+ * miniprof's own instrumentation reported first, or a full profile.
  */
-export function spanStarted(s: SpanParts, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
+export function spanStarted(s: SpanParts, traceId: string, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
+  // A library that loses the async context (pg-pool hands a waiting query its client from the
+  // code that released it) runs one request's call in another's: its span keeps the trace it
+  // belongs to, and does not join a profile of another trace.
+  if (profile.traceId !== undefined && traceId !== profile.traceId) return undefined;
   try {
     const category = classify(s);
     if (category === null) return undefined;
