@@ -220,34 +220,6 @@ describe.each(['express', 'fastify'] as const)('%s app with the OpenTelemetry in
   });
 });
 
-describe('a library that loses the async context', () => {
-  test('pg-pool with every client busy: a query runs in the context of the code that released the client, and its span stays out of that other profile', async () => {
-    const { withProfile } = await import('../src/index.js');
-    const one = new pg.Pool({ host: '127.0.0.1', port: postgres.port, user: 'postgres', database: 'postgres', max: 1 });
-    one.on('error', () => {});
-    const tracer = trace.getTracer('test');
-    const job = (name: string) =>
-      tracer.startActiveSpan(name, async (s) => {
-        try {
-          return await withProfile(name, async () => {
-            for (let i = 0; i < 3; i++) await one.query(`select $1::int as ${name}`, [i]);
-          });
-        } finally {
-          s.end();
-        }
-      });
-    try {
-      const [a, b] = await Promise.all([job('a'), job('b')]);
-      const texts = (p: Profile) => [...new Set((p.toJSON().root.custom ?? []).map((c) => c.command))];
-      for (const [p, name] of [[a.profile, 'a'], [b.profile, 'b']] as const) {
-        expect(texts(p).filter((t) => !t.includes(`as ${name} `))).toEqual([]);
-      }
-    } finally {
-      await one.end();
-    }
-  });
-});
-
 describe('pairs outside an app (withProfile under an active span)', () => {
   // pg: instrumentPg's wrapper runs first, the pg span starts once a client is checked out;
   // ioredis and http: the instrumentation's wrapper starts the span, then the library publishes;

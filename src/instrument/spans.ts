@@ -36,9 +36,9 @@ export function spanStarted(s: SpanParts, traceId: string, parent: SpanNode | un
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
-  // A library that loses the async context (pg-pool hands a waiting query its client from the
-  // code that released it) runs one request's call in another's: its span keeps the trace it
-  // belongs to, and does not join a profile of another trace.
+  // Code that runs in another request's async context (a library that keeps callbacks without
+  // their context) may still start its span in the right trace, when its instrumentation carried
+  // OpenTelemetry's context: such a span does not join a profile of another trace.
   if (profile.traceId !== undefined && traceId !== profile.traceId) return undefined;
   try {
     const category = classify(s);
