@@ -30,6 +30,8 @@ type SdkSpan = SpanParts & { readonly startTime?: HrTime; readonly duration?: Hr
 const nodes = new WeakMap<object, SpanNode>();
 /** How many are in `nodes`: while none, a span's end is one check. */
 let live = 0;
+/** The processor whose options are in effect (the last one made). */
+let current: MiniprofSpanProcessor | null = null;
 
 /**
  * An OpenTelemetry `SpanProcessor`: a span that starts while a miniprof profile is current joins
@@ -49,14 +51,12 @@ let live = 0;
  * new NodeSDK({ spanProcessors: [new MiniprofSpanProcessor(), exporting] }).start();
  */
 export class MiniprofSpanProcessor {
-  private readonly hooks: TraceHooks;
-
   constructor(options?: MiniprofSpanProcessorOptions) {
     const o = checkObject(options, ['traceUrl', 'exportProfiles'], 'MiniprofSpanProcessor');
     const traceUrl = fnOption<((id: string) => unknown) | null>(o, 'traceUrl', null);
     const exporting = boolOption(o, 'exportProfiles', false);
-    this.hooks = { active: activeSpan, sealed: exporting ? exportLater : null, link: traceUrl };
-    Object.assign(traceHooks, this.hooks);
+    Object.assign(traceHooks, { active: activeSpan, sealed: exporting ? exportLater : null, link: traceUrl } satisfies TraceHooks);
+    current = this;
     pairWithSpans();
   }
 
@@ -86,8 +86,9 @@ export class MiniprofSpanProcessor {
 
   /** Profiles stop reading trace ids and exporting, unless a later processor took over. */
   shutdown(): Promise<void> {
-    if (traceHooks.active === this.hooks.active && traceHooks.link === this.hooks.link && traceHooks.sealed === this.hooks.sealed) {
-      Object.assign(traceHooks, { active: null, sealed: null, link: null });
+    if (current === this) {
+      Object.assign(traceHooks, { active: null, sealed: null, link: null } satisfies TraceHooks);
+      current = null;
     }
     return Promise.resolve();
   }
