@@ -6,7 +6,7 @@ import { traceHooks, type TraceHooks } from '../src/core/trace.js';
 import { emitProfile, type SpanSink } from '../src/instrument/export.js';
 import { EXPORT_SCOPE, type SpanParts } from '../src/instrument/otel-map.js';
 import { pairWithSpans } from '../src/instrument/record.js';
-import { inProfile, spanEnded, spanStarted, type SpanNode } from '../src/instrument/spans.js';
+import { profiledScope, spanEnded, spanStarted, type SpanNode } from '../src/instrument/spans.js';
 
 /** Options of {@link MiniprofSpanProcessor}. */
 export interface MiniprofSpanProcessorOptions {
@@ -61,10 +61,12 @@ export class MiniprofSpanProcessor {
   }
 
   onStart(span: Span, parentContext: Context): void {
-    if (!inProfile()) return;
+    const scope = profiledScope();
+    if (scope === undefined) return;
     const s = span as unknown as SdkSpan;
-    const parent = parentContext === undefined ? undefined : trace.getSpan(parentContext);
-    const sn = spanStarted(s, span.spanContext().traceId, parent === undefined ? undefined : nodes.get(parent), lagUs(s.startTime));
+    // A parent in `nodes` is a span recorded here and not ended: while there is none, not looked up.
+    const parent = live === 0 || parentContext === undefined ? undefined : trace.getSpan(parentContext);
+    const sn = spanStarted(scope, s, parent === undefined ? undefined : nodes.get(parent), lagUs(s.startTime));
     if (sn === undefined) return;
     nodes.set(span, sn);
     live++;

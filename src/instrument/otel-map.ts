@@ -22,6 +22,7 @@ export interface SpanParts {
   readonly attributes: Readonly<Record<string, unknown>>;
   readonly instrumentationScope?: { readonly name: string };
   readonly instrumentationLibrary?: { readonly name: string };
+  spanContext(): { readonly traceId: string };
 }
 
 function scopeOf(s: SpanParts): string | undefined {

@@ -12,10 +12,10 @@ import { claim, pend, unpend } from './record.js';
  * then, or under the step made from its parent span when that is nested deeper.
  */
 
-/** Whether a span starting here would join a profile: one check, nothing allocated. */
-export function inProfile(): boolean {
+/** The step a span starting here would go under, if a live profile is current: one check. */
+export function profiledScope(): TimingNode | undefined {
   const scope = currentScope();
-  return scope !== undefined && scope.profile !== null;
+  return scope !== undefined && scope.profile !== null ? scope : undefined;
 }
 
 /** A span's place in its profile, kept by the processor until the span ends. */
@@ -26,20 +26,19 @@ export interface SpanNode {
 }
 
 /**
- * Record a span that just started. `traceId`: its trace's; `parent`: the SpanNode of its parent
- * span, if it has one; `lagUs`: how long before now it started (0 for a span started now).
+ * Record a span that just started in `scope` (from {@link profiledScope}). `parent`: the SpanNode
+ * of its parent span, if it has one; `lagUs`: how long before now it started (0 for a span
+ * started now).
  * Returns undefined when nothing is recorded: no live profile here, a span of another trace than
  * the profile's, a span miniprof does not show (the request's own, one it exported), a call
  * miniprof's own instrumentation reported first, or a full profile.
  */
-export function spanStarted(s: SpanParts, traceId: string, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
-  const scope = currentScope();
-  if (scope === undefined || scope.profile === null) return undefined;
-  const profile = scope.profile;
+export function spanStarted(scope: TimingNode, s: SpanParts, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
+  const profile = scope.profile!;
   // Code that runs in another request's async context (a library that keeps callbacks without
   // their context) may still start its span in the right trace, when its instrumentation carried
   // OpenTelemetry's context: such a span does not join a profile of another trace.
-  if (profile.traceId !== undefined && traceId !== profile.traceId) return undefined;
+  if (profile.traceId !== undefined && s.spanContext().traceId !== profile.traceId) return undefined;
   try {
     const category = classify(s);
     if (category === null) return undefined;
