@@ -46,9 +46,10 @@ let current: MiniprofSpanProcessor | null = null;
  * these for the process.
  *
  * @example
- * import { NodeSDK } from '@opentelemetry/sdk-node';
+ * import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
  * import { MiniprofSpanProcessor } from 'miniprof/otel';
- * new NodeSDK({ spanProcessors: [new MiniprofSpanProcessor(), exporting] }).start();
+ * const spanProcessors = [new MiniprofSpanProcessor(), new BatchSpanProcessor(exporter)];
+ * new NodeTracerProvider({ spanProcessors }).register(); // or new NodeSDK({ spanProcessors, … })
  */
 export class MiniprofSpanProcessor {
   constructor(options?: MiniprofSpanProcessorOptions) {
