@@ -11,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
 // What the package's exports point at: the bundles scripts/bundle.mjs makes of tsc's modules.
-const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js'];
+const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js', 'dist/bundle/otel.js'];
 
 /** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
 const EXPORTS: Record<string, string[]> = {
   miniprof: ['currentProfile', 'instrument', 'instrumentPg', 'memoryStore', 'redisStore', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
   'miniprof/express': ['default', 'miniprof'],
   'miniprof/fastify': ['default', 'miniprof'],
+  'miniprof/otel': ['MiniprofSpanProcessor', 'exportProfile'],
 };
 
 let dir = '';
@@ -121,6 +122,7 @@ console.log(JSON.stringify(out));`,
       }
     }
     expect([...imports].sort()).toEqual([
+      '@opentelemetry/api',
       'chunk -> ./chunk-*.js',
       'entry -> ./chunks/chunk-*.js',
       'fastify-plugin',
@@ -132,7 +134,10 @@ console.log(JSON.stringify(out));`,
       'node:util',
       'on-headers',
     ]);
-    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js']);
+    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js', 'otel.js']);
+    // OpenTelemetry is imported by the otel entry alone, never by the chunks the others load.
+    const otelImporters = files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes('"@opentelemetry/api"'));
+    expect(otelImporters).toEqual(['otel.js']);
   });
 
   test('npm publishes the bundles and the type declarations, not tsc\'s modules', () => {
@@ -143,12 +148,88 @@ console.log(JSON.stringify(out));`,
     expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
     expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual(ENTRY_FILES.slice().sort());
     // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
-    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/src/http/config.d.ts', 'dist/src/core/profile.d.ts']) {
+    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/core/profile.d.ts']) {
       expect(paths).toContain(d);
     }
   });
 
-  test('internals are not reachable: only the three entries and package.json are exported', () => {
+  test('miniprof, miniprof/express and miniprof/fastify load no OpenTelemetry module; miniprof/otel loads @opentelemetry/api (a resolve hook lists every URL)', async () => {
+    write(
+      'list-hook.mjs',
+      `let port;
+export function initialize(data) { port = data.port; }
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  port.postMessage(r.url);
+  return r;
+}`,
+    );
+    write(
+      'list.mjs',
+      `import { register } from 'node:module';
+import { MessageChannel } from 'node:worker_threads';
+const { port1, port2 } = new MessageChannel();
+const urls = [];
+port1.on('message', (u) => urls.push(u));
+register('./list-hook.mjs', import.meta.url, { data: { port: port2 }, transferList: [port2] });
+const settle = () => new Promise((r) => setTimeout(r, 200));
+const otel = (list) => list.filter((u) => u.includes('@opentelemetry')).map((u) => u.slice(u.lastIndexOf('node_modules/') + 13));
+const out = {};
+await import('miniprof');
+await import('miniprof/express');
+await import('miniprof/fastify');
+await settle();
+out.others = { urls: urls.filter((u) => u.includes('/dist/bundle/')).length > 0, otel: otel(urls) };
+await import('miniprof/otel');
+await settle();
+out.withOtel = otel(urls);
+port1.close();
+console.log(JSON.stringify(out));`,
+    );
+    const out = JSON.parse(ok(join(dir, 'list.mjs')));
+    expect(out.others).toEqual({ urls: true, otel: [] });
+    // The package's entry file (its CommonJS build on Node 20), and no other OpenTelemetry package.
+    expect(out.withOtel.map((u: string) => u.split('/').slice(0, 2).join('/'))).toEqual(['@opentelemetry/api']);
+  });
+
+  test('miniprof/otel from plain node, by import and by require: a span started in a profile joins it', () => {
+    const body = (load: string) => `${load}
+const { NodeTracerProvider } = sdk;
+const provider = new NodeTracerProvider({ spanProcessors: [new otel.MiniprofSpanProcessor()] });
+provider.register();
+const tracer = api.trace.getTracer('consumer');
+const run = async () => {
+  const { profile } = await tracer.startActiveSpan('request', async (s) => {
+    const r = await core.withProfile('job', async () => {
+      tracer.startSpan('q', { kind: api.SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': 'select 1' } }).end();
+    });
+    s.end();
+    return r;
+  });
+  const json = profile.toJSON();
+  console.log(JSON.stringify({ traceId: /^[0-9a-f]{32}$/.test(json.traceId), custom: json.root.custom.map((c) => [c.category, c.command, c.traced]), exported: otel.exportProfile(profile) }));
+};`;
+    const expected = { traceId: true, custom: [['sql', 'select ?', true]], exported: 0 };
+    for (const dep of ['@opentelemetry/api', '@opentelemetry/sdk-trace-node']) {
+      const to = join(dir, 'node_modules', dep);
+      if (!existsSync(to)) {
+        mkdirSync(join(dir, 'node_modules', '@opentelemetry'), { recursive: true });
+        symlinkSync(join(ROOT, 'node_modules', dep), to, 'dir');
+      }
+    }
+    const esm = write('otel.mjs', body(`import * as otel from 'miniprof/otel';
+import * as core from 'miniprof';
+import * as api from '@opentelemetry/api';
+import * as sdk from '@opentelemetry/sdk-trace-node';`) + '\nawait run();');
+    expect(JSON.parse(ok(esm))).toEqual(expected);
+    const cjs = write('otel.cjs', body(`const otel = require('miniprof/otel');
+const core = require('miniprof');
+const api = require('@opentelemetry/api');
+const sdk = require('@opentelemetry/sdk-trace-node');`) + '\nrun();');
+    expect(JSON.parse(ok(cjs))).toEqual(expected);
+  });
+
+  test('internals are not reachable: only the entries and package.json are exported', () => {
     const file = write(
       'private.mjs',
       `const out = [];

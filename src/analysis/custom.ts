@@ -14,8 +14,8 @@ export interface CustomAnalysis {
 /**
  * Bytes beyond 6 per UTF-16 unit of its strings (the longest escape is 6 bytes) for each custom
  * timing, category summary and similar group, rounded up from what their JSON can hold: a timing's
- * eight keys and punctuation, quotes, a comma and three numbers of at most 24 characters come to
- * 185, with `"custom":[]` 197; a summary's 159 and a group's 154, each with its list's key 178 at
+ * nine keys and punctuation (`traced` the ninth), quotes, a comma and three numbers of at most 24
+ * characters come to 199, with `"custom":[]` 211; a summary's 159 and a group's 154, each with its list's key 178 at
  * most.
  */
 const ITEM_BOUND = 256;

@@ -2,6 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
 import { loopClosed, loopOpened } from '../analysis/loop.js';
 import type { TimingNode } from './timing.js';
+import { traceHooks } from './trace.js';
+import { report } from './errors.js';
 
 /**
  * The one AsyncLocalStorage of the process. ESM-only packaging keeps it single: a dual CJS/ESM
@@ -59,6 +61,14 @@ export function closeProfile(profile: Profile): void {
   if (profile.sealed) return;
   loopClosed(profile);
   profile.seal();
+  const sealed = traceHooks.sealed;
+  if (sealed !== null) {
+    try {
+      sealed(profile);
+    } catch (err) {
+      report(profile.config.onInternalError, err);
+    }
+  }
   if (!profile.entered) return;
   profile.entered = false;
   if (--open === 0 && releasesHooks) releaseSoon();

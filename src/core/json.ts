@@ -32,6 +32,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.customSummary !== undefined) b += 17 + bytes(p.customSummary, 'customSummary');
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
+  if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
   return b + 1;
 }
 
@@ -50,6 +51,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.syncMs !== undefined) b += 10 + numberBytes(t.syncMs);
   if (t.blocking !== undefined) b += 16;
   if (t.parallelism !== undefined) b += 15 + numberBytes(t.parallelism);
+  if (t.traced !== undefined) b += 14;
   return b + 1;
 }
 

@@ -1,4 +1,4 @@
-import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
+import { CustomNode, F_ERROR, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
@@ -7,6 +7,7 @@ import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
 import { flat } from './names.js';
 import type { Linked } from './linked.js';
+import { traceHooks, validTraceId, type TraceRef } from './trace.js';
 
 const MAX_WARNINGS = 20;
 
@@ -56,6 +57,15 @@ export class Profile implements Linked {
   prevLink: Linked | null;
   /** @internal */
   nextLink: Linked | null;
+  /** The id of the OpenTelemetry trace that was active as the profile opened (miniprof/otel). */
+  readonly traceId: string | undefined;
+  /** @internal That span's context, for exportProfile: the parent of the exported steps. */
+  readonly trace: TraceRef | undefined;
+  /**
+   * @internal Calls in flight that both miniprof's own instrumentation and an OpenTelemetry span
+   * may report (src/instrument/record.ts); null until the first, and again once sealed.
+   */
+  pending: Pending[] | null;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -85,6 +95,9 @@ export class Profile implements Linked {
     this.sealedBound = -1;
     this.extraWarnings = 0;
     this.clockFailed = false;
+    this.pending = null;
+    this.trace = activeTrace(config);
+    this.traceId = this.trace?.traceId;
     // A clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
     this.t0 = toNumber(config.clock());
     this.root = new TimingNode(name, null, this, 0);
@@ -163,6 +176,7 @@ export class Profile implements Linked {
     this.sealedBound = withRequest(bound, json.request);
     detach(this.root);
     this.customs = null;
+    this.pending = null;
     return json;
   }
 
@@ -277,6 +291,7 @@ export class Profile implements Linked {
     }
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
+    if (this.traceId !== undefined) json.traceId = this.traceId;
     this.snapBound = topBound(json, custom === undefined ? boundNow : boundNow + custom.bound);
     return json;
   }
@@ -307,8 +322,8 @@ function requestJSON(r: RequestInfo): RequestInfo {
  * A node's JSON is at most 6 bytes per UTF-16 unit of its name (`\u00XX` is the longest escape;
  * a surrogate pair is 4 bytes) plus this: its four keys and punctuation (48), two numbers of at
  * most 24 characters (the longest a double prints as), every optional member (error 13,
- * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24), a comma in its parent's list
- * and the name's quotes: 219, rounded up.
+ * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14), a comma in its
+ * parent's list and the name's quotes: 233, rounded up.
  */
 const NODE_BOUND = 256;
 /** The tree's part of the bound, summed by nodeJSON. */
@@ -328,6 +343,8 @@ function topBound(p: ProfileJSON, tree: number): number {
   let b = 128 + 4 * 24 + tree + strBound(p.id) + strBound(p.name) + strBound(p.machine) + strBound(p.started);
   const w = p.warnings;
   for (let i = 0; i < w.length; i++) b += strBound(w[i]!) + 1;
+  // `,"traceId":` and the id's 32 hex digits in quotes.
+  if (p.traceId !== undefined) b += 11 + strBound(p.traceId);
   return b;
 }
 
@@ -368,6 +385,7 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   if (custom !== undefined) out.custom = customsJSON(custom, now);
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
+  if ((node.flags & F_TRACED) !== 0) out.traced = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
   // A synchronous callback step blocked the loop for all of its duration.
   const sync = (node.flags & F_SYNC) !== 0 ? node.durationUs : node.syncUs;
@@ -423,6 +441,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   };
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
+  if ((c.flags & F_TRACED) !== 0) out.traced = true;
   return out;
 }
 
@@ -437,6 +456,22 @@ function detach(root: TimingNode): void {
     n.parent = null;
     n.profile = null;
     n.link = null;
+  }
+}
+
+/**
+ * The span active as the profile opens, when miniprof/otel asked for it. The hook is OpenTelemetry
+ * code; a fault in it is the profiler's, reported, and the profile opens without a trace id.
+ */
+function activeTrace(config: CoreConfig): TraceRef | undefined {
+  const active = traceHooks.active;
+  if (active === null) return undefined;
+  try {
+    const ref = active();
+    return ref !== undefined && validTraceId(ref.traceId) ? ref : undefined;
+  } catch (err) {
+    report(config.onInternalError, err);
+    return undefined;
   }
 }
 

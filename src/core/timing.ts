@@ -27,8 +27,16 @@ export const F_ERROR = 1;
 export const F_USING = 2;
 /** A callback step whose `fn` returned a plain value: all of it ran synchronously. */
 export const F_SYNC = 4;
+/**
+ * An OpenTelemetry span covers this step or custom timing: it was made from one, or it is
+ * miniprof's own timing of a call a span also saw (src/instrument/spans.ts). It is in the trace
+ * already, so `exportProfile` leaves it out, and the JSON says `traced`.
+ */
+export const F_TRACED = 8;
+/** A custom timing a span opened and will close (not one miniprof's own instrumentation took over). */
+export const F_SPAN = 16;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 3;
+const DEPTH_SHIFT = 4;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -47,6 +55,17 @@ export class CustomNode {
 }
 
 /**
+ * A call in flight that miniprof's own instrumentation (`own`) or an OpenTelemetry span opened,
+ * and that the other may report too: `lib` names the library (src/instrument/record.ts).
+ */
+export interface Pending {
+  readonly lib: string;
+  readonly parent: TimingNode;
+  readonly node: CustomNode;
+  readonly own: boolean;
+}
+
+/**
  * A live step. It is also the AsyncLocalStorage store of the code it wraps, so a new step finds
  * its parent with one `getStore()`. All fields are set in the constructor so every node shares
  * one hidden class. When the profile is sealed the node is cut loose (profile, parent, children
@@ -58,7 +77,7 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
-  /** F_ERROR, F_USING, F_SYNC, and the depth above them. */
+  /** F_ERROR, F_USING, F_SYNC, F_TRACED, and the depth above them. */
   flags: number;
   children: TimingNode<P>[] | null;
   parent: TimingNode<P> | null;

@@ -33,6 +33,8 @@ export interface CustomTimingJSON {
   duplicate?: true;
   /** The id of this command's group of similar commands (`ProfileJSON.similar`), if it has one. */
   similar?: number;
+  /** An OpenTelemetry span covers this call (miniprof/otel): it is in the trace already. */
+  traced?: true;
 }
 
 /** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
@@ -60,6 +62,8 @@ export interface TimingJSON {
   concurrency?: number;
   /** Those children ran one at a time (`concurrency` close to 1). */
   serialized?: true;
+  /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
+  traced?: true;
 }
 
 /** What an HTTP adapter knows about the request; the path never has a query string. */
@@ -91,4 +95,6 @@ export interface ProfileJSON {
    * (measured against real time, so only with the default clock).
    */
   eventLoopDelayMs?: number;
+  /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
+  traceId?: string;
 }

@@ -46,7 +46,7 @@ export function instrumentPg<T extends PgQueryable>(target: T): T {
   t.query = function miniprofQuery(this: unknown, ...args: unknown[]) {
     const scope = currentScope();
     if (scope === undefined || scope.profile === null) return query.apply(this, args);
-    const call = openCall('sql', textOf, args);
+    const call = openCall('pg', 'sql', textOf, args);
     if (call === undefined) return query.apply(this, args);
     return timed(call, query, this, args);
   };

@@ -13,6 +13,7 @@ export interface TextOptions {
 /**
  * The text tree, in the shape of MiniProfiler's original comment: a header line, the path, then
  * one line per step (`>` repeated depth times, a space, the name, ` = `, the duration), with
+ * `trace <traceId>` ending the header when an OpenTelemetry span was active,
  * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` and
  * `(parallel x2.9)` when its children overlapped. Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
@@ -30,7 +31,10 @@ export interface TextOptions {
 export function renderText(profile: Renderable, options: TextOptions = {}): string {
   const p = dataOf(profile, 'renderText');
   const ascii = options.ascii === true;
-  let out = `${escapeText(p.machine, ascii)} at ${p.started}\n`;
+  let out = `${escapeText(p.machine, ascii)} at ${p.started}`;
+  // Escaped like all JSON text: a profile read back from a shared store may carry anything.
+  if (typeof p.traceId === 'string') out += ` trace ${escapeText(p.traceId, ascii)}`;
+  out += '\n';
   if (p.request !== undefined) {
     out += `Path: ${escapeText(p.request.method, ascii)} ${escapeText(p.request.path, ascii)}\n`;
   }

@@ -1,4 +1,5 @@
 import type { ProfileJSON } from '../core/types.js';
+import { traceLink } from '../core/trace.js';
 import { escapeHtml, jsonForScript, msText } from './html.js';
 import { FLAGS, summarize, UUID, type ProfileSummary } from './store.js';
 import { bars, folds, markHtml, marksOf, rows, scaleOf, type Fold, type Mark, type Row } from './timeline.js';
@@ -255,6 +256,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string): st
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
   if (p.eventLoopDelayMs !== undefined) body += fact('Event-loop delay', msText(p.eventLoopDelayMs));
+  if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += stepsTable(p);
   if (p.similar !== undefined && p.similar.length > 0) body += similarTable(p.similar);
@@ -265,6 +267,13 @@ export function renderProfilePage(stored: unknown, base: string, id: string): st
   }
   body += `<script type="application/json" id="miniprof-profile">${jsonForScript(p)}</script>`;
   return page(`miniprof: ${s.method} ${s.path}`, base, body);
+}
+
+/** The trace id, linked to the tracing backend when miniprof/otel's `traceUrl` gives a page for it. */
+function traceFact(traceId: string): string {
+  const url = traceLink(traceId);
+  const id = escapeHtml(traceId);
+  return url === undefined ? `<div><dt>Trace</dt><dd>${id}</dd></div>` : `<div><dt>Trace</dt><dd><a href="${escapeHtml(url)}" rel="noreferrer">${id}</a></dd></div>`;
 }
 
 function fact(name: string, value: string): string {
