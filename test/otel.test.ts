@@ -261,7 +261,7 @@ describe('the trace id', () => {
     expect(profile.traceId).toBe(traceId);
     expect(profile.toJSON().traceId).toBe(traceId);
     expect(renderText(profile)).toBe(`web-1 at 2026-11-29T12:00:00.000Z trace ${traceId}\n job = 0.0ms\n`);
-    const page = renderProfilePage(profile.toJSON(), '/_miniprof');
+    const page = renderProfilePage(profile.toJSON(), '/_miniprof', profile.id);
     expect(page).toContain(`<div><dt>Trace</dt><dd>${traceId}</dd></div>`);
   });
 
@@ -282,7 +282,7 @@ describe('the trace id', () => {
     const pages: Record<string, string> = {};
     for (const [k, url] of Object.entries(urls)) {
       const p = new MiniprofSpanProcessor({ traceUrl: () => url });
-      pages[k] = /<dt>Trace<\/dt><dd>.*?<\/dd>/.exec(renderProfilePage(profile.toJSON(), '/_miniprof'))![0];
+      pages[k] = /<dt>Trace<\/dt><dd>.*?<\/dd>/.exec(renderProfilePage(profile.toJSON(), '/_miniprof', profile.id))![0];
       await p.shutdown();
     }
     expect(pages).toEqual({

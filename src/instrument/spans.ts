@@ -13,7 +13,7 @@ import { claim, pend, unpend } from './record.js';
  */
 
 /** The step a span starting here would go under, if a live profile is current: one check. */
-export function profiledScope(): TimingNode | undefined {
+export function profiledScope(): TimingNode<Profile> | undefined {
   const scope = currentScope();
   return scope !== undefined && scope.profile !== null ? scope : undefined;
 }
@@ -22,7 +22,7 @@ export function profiledScope(): TimingNode | undefined {
 export interface SpanNode {
   readonly profile: Profile;
   /** A step (TimingNode) or a custom timing (CustomNode). */
-  readonly node: TimingNode | CustomNode;
+  readonly node: TimingNode<Profile> | CustomNode;
 }
 
 /**
@@ -33,7 +33,7 @@ export interface SpanNode {
  * the profile's, a span miniprof does not show (the request's own, one it exported), a call
  * miniprof's own instrumentation reported first, or a full profile.
  */
-export function spanStarted(scope: TimingNode, s: SpanParts, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
+export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
   const profile = scope.profile!;
   // Code that runs in another request's async context (a library that keeps callbacks without
   // their context) may still start its span in the right trace, when its instrumentation carried
@@ -105,10 +105,10 @@ export function spanEnded(sn: SpanNode, s: SpanParts, durationUs: number, failed
  * (then that one, or its nearest running ancestor, is the more precise place). A parent span
  * elsewhere in the tree (or in another profile) loses to where the code runs now.
  */
-function placeOf(step: TimingNode, parent: SpanNode | undefined, profile: Profile): TimingNode {
+function placeOf(step: TimingNode<Profile>, parent: SpanNode | undefined, profile: Profile): TimingNode<Profile> {
   if (parent === undefined || parent.profile !== profile || !(parent.node instanceof TimingNode)) return step;
-  let p: TimingNode = parent.node;
+  let p: TimingNode<Profile> = parent.node;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
-  for (let a: TimingNode | null = p; a !== null; a = a.parent) if (a === step) return p;
+  for (let a: TimingNode<Profile> | null = p; a !== null; a = a.parent) if (a === step) return p;
   return step;
 }
