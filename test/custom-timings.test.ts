@@ -60,8 +60,8 @@ describe('duplicates and similar commands', () => {
       { category: 'http', command: 'GET http://127.0.0.1:9000/avatars?ids=?&key=?', startMs: 9, durationMs: 3.5 },
     ]);
     expect(json.customSummary).toEqual([
-      { category: 'http', count: 1, durationMs: 3.5, duplicate: 0, similar: 0 },
-      { category: 'sql', count: 4, durationMs: 5, duplicate: 2, similar: 3 },
+      { category: 'http', count: 1, durationMs: 3.5, wallMs: 3.5, duplicate: 0, similar: 0 },
+      { category: 'sql', count: 4, durationMs: 5, wallMs: 5, duplicate: 2, similar: 3 },
     ]);
     expect(json.similar).toEqual([{ id: 1, category: 'sql', command: 'select * from users where id = ?', count: 3, durationMs: 3 }]);
   });
@@ -78,8 +78,8 @@ describe('duplicates and similar commands', () => {
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
-        '[http] 1 x 3.5ms',
-        '[sql] 4 x 5.0ms, 3 similar, 2 duplicate',
+        '[http] 1 x 3.5ms summed, 3.5ms wall',
+        '[sql] 4 x 5.0ms summed, 5.0ms wall, 3 similar, 2 duplicate',
         '#1 [sql] 3 x 3.0ms similar: select * from users where id = ?',
         '',
       ].join('\n'),
@@ -89,7 +89,7 @@ describe('duplicates and similar commands', () => {
   test('Server-Timing: one metric per category, with the count and never a command', async () => {
     const { profile } = await nPlusOne(fakeClock(), { redact: false });
     expect(renderServerTiming(profile)).toBe(
-      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1)", sql;dur=5.0;desc="sql (4)", total;dur=13.0',
+      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed, 2 duplicate)", total;dur=13.0',
     );
   });
 

@@ -80,7 +80,7 @@ describe('exact output', () => {
     '> render "café" ☕ = 5.4ms (error)',
     '>> header = 0.4ms',
     '> pending = 366.9ms (unfinished)',
-    '[sql] 1 x 3.1ms',
+    '[sql] 1 x 3.1ms summed, 3.1ms wall',
     '! 2 more steps were not recorded (maxSteps or maxDepth)',
     '',
   ].join('\n');

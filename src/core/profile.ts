@@ -2,6 +2,7 @@ import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
+import { analyseFanOut } from '../analysis/fanout.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
@@ -250,6 +251,7 @@ export class Profile implements Linked {
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
+    wide = false;
     let root: TimingJSON;
     try {
       root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
@@ -278,11 +280,13 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact) : undefined;
+    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
     }
+    // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
+    if (wide) boundNow += analyseFanOut(root, custom?.similar);
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
     this.snapBound = topBound(json, custom === undefined ? boundNow : boundNow + custom.bound);
@@ -353,6 +357,8 @@ function withRequest(b: number, r: RequestInfo | undefined): number {
   return b + 48 + 24 + strBound(r.method) + strBound(r.path);
 }
 
+/** Set by nodeJSON when a step has MIN_GROUP (3) children or custom timings: worth a fan-out look. */
+let wide = false;
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
 /** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf), and an empty `warnings`. */
@@ -374,7 +380,11 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     children: node.children === null ? (leafChildren ?? []) : childrenJSON(node.children, now, blockingUs),
   };
   const custom = customsNow === null ? undefined : customsNow.get(node);
-  if (custom !== undefined) out.custom = customsJSON(custom, now);
+  if (custom !== undefined) {
+    out.custom = customsJSON(custom, now);
+    if (custom.length >= 3) wide = true;
+  }
+  if (out.children.length >= 3) wide = true;
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
