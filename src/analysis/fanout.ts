@@ -16,11 +16,12 @@ import type { CustomTimingJSON, FanOutJSON, SimilarGroupJSON, TimingJSON } from 
  * truly parallel calls of equal length give N, and the value is never below 1 nor above N.
  *
  * It abstains when the ends say the work was not similar: behind a queue that is never idle
- * while calls wait, each call ends at most one call's work after the one before it. A gap larger
- * than {@link GAP_FACTOR} times `w` (plus {@link GAP_SLACK_MS} of scheduling noise) means the
- * calls differ in length in a way queueing cannot explain (a 5 ms and a 100 ms fetch in
- * parallel), and no estimate is given. Calls that vary less than that may read lower than the
- * number really in flight. Errored and unfinished calls are left out (an error can end a call
+ * while calls wait, each call ends at most one call's work (`w`) after the one before it. When the
+ * gaps between consecutive ends exceed `w` (each less {@link GAP_SLACK_MS} of scheduling noise)
+ * by more than `w` in all, the calls differ in length in a way queueing cannot explain (a 5 ms,
+ * a 50 ms and a 100 ms fetch in parallel), and no estimate is given. Summed rather than per gap,
+ * so that one late timer on a busy machine does not silence a clear queue. Calls whose lengths
+ * vary by less than that may read lower than the number really in flight. Errored and unfinished calls are left out (an error can end a call
  * early), and so are groups of fewer than {@link MIN_GROUP}.
  *
  * "Started together": sorted by start, a batch takes each call that started before any call in
@@ -30,7 +31,6 @@ import type { CustomTimingJSON, FanOutJSON, SimilarGroupJSON, TimingJSON } from 
 export const MIN_GROUP = 3;
 /** Below this the calls are said to have run one at a time (`serialized`). */
 export const SERIALIZED_BELOW = 1.5;
-export const GAP_FACTOR = 1.5;
 export const GAP_SLACK_MS = 1;
 
 /** `[start, end, start, end, …]` of the members of one batch. */
@@ -56,7 +56,12 @@ export function concurrencyOf(pairs: Pairs): number | undefined {
   }
   if (!(w > 0)) return undefined;
   ends.sort((a, b) => a - b);
-  for (let k = 1; k < n; k++) if (ends[k]! - ends[k - 1]! > GAP_FACTOR * w + GAP_SLACK_MS) return undefined;
+  let unexplained = 0;
+  for (let k = 1; k < n; k++) {
+    const excess = ends[k]! - ends[k - 1]! - w - GAP_SLACK_MS;
+    if (excess > 0) unexplained += excess;
+  }
+  if (unexplained > w) return undefined;
   const from = pairs[2 * f]!;
   const to = pairs[2 * f + 1]!;
   let sum = 0;
