@@ -2,10 +2,10 @@ import type { CategorySummaryJSON, TimingJSON } from '../core/types.js';
 
 /**
  * The length of the union of intervals given as flat `[start, end, start, end, …]` pairs (sorted
- * here, in place), each clipped to `[0, limit]`. Four parallel fetches of 100 ms give 100, not
+ * here), each clipped to `[floor, limit]`. Four parallel fetches of 100 ms give 100, not
  * 400: the time during which at least one of them was running.
  */
-export function unionMs(pairs: number[], limit: number): number {
+export function unionMs(pairs: number[], limit: number, floor = 0): number {
   const n = pairs.length / 2;
   const order: number[] = [];
   for (let i = 0; i < n; i++) order.push(i);
@@ -14,7 +14,7 @@ export function unionMs(pairs: number[], limit: number): number {
   let from = 0;
   let to = -Infinity;
   for (const i of order) {
-    const s = Math.max(0, pairs[2 * i]!);
+    const s = Math.max(floor, pairs[2 * i]!);
     const e = Math.min(limit, pairs[2 * i + 1]!);
     if (e <= s) continue;
     if (s > to) {
