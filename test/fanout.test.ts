@@ -53,6 +53,13 @@ describe('serialized fan-out: how many of N similar children started together ra
     expect(renderText(p).split('\n')[1]).toBe(' job = 30.0ms (parallel x3.0) (5 × load user: 2.0 at once)');
   });
 
+  test('a first wave slowed (a stalled machine, a connection opened): the gaps between ends give one call\'s work', async () => {
+    // 40 ms of work each, the first answers 15 ms late: read as 55 ms of work, calls 3 and 4 would
+    // seem to have overlapped the first wave.
+    expect(analysis(await fanOut([55, 55, 95, 95, 135])).concurrency).toBe(2);
+    expect(analysis(await fanOut([55, 95, 135, 175])).concurrency).toBe(1);
+  });
+
   test('truly parallel equal work: N', async () => {
     expect(analysis(await fanOut([10, 10, 10, 10, 10]))).toEqual({ concurrency: 5, serialized: undefined, fanOut: { name: 'load user', count: 5 }, parallelism: 5 });
   });
@@ -117,7 +124,10 @@ describe('serialized fan-out: how many of N similar children started together ra
 });
 
 describe('real timers: a queue, a pool, parallel work', () => {
-  /** At most `slots` callers inside at once; the rest wait their turn. */
+  /**
+   * At most `slots` callers inside at once; the rest wait their turn. Each call sleeps 40 ms: long
+   * enough that a timer run late by a busy machine does not swamp the pattern.
+   */
   function limiter(slots: number): <T>(fn: () => Promise<T>) => Promise<T> {
     let running = 0;
     const waiting: (() => void)[] = [];
@@ -137,7 +147,7 @@ describe('real timers: a queue, a pool, parallel work', () => {
   async function run(slots: number, n = 5) {
     const limit = limiter(slots);
     const { profile } = await withProfile('job', () =>
-      Promise.all(Array.from({ length: n }, () => step('load user', () => limit(() => sleep(20))))),
+      Promise.all(Array.from({ length: n }, () => step('load user', () => limit(() => sleep(40))))),
     );
     return profile.toJSON().root;
   }
