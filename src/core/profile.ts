@@ -234,15 +234,17 @@ export class Profile implements Linked {
 
   /**
    * Everything that can change a profile with nothing running: steps and custom timings added
-   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay and stalls. Ends and
-   * moves only happen to running nodes, which `freeze` ruled out. Read only at freeze and seal,
-   * so the step hot path pays nothing for it.
+   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay and its
+   * stalls. Ends and moves only happen to running nodes, which `freeze` ruled out. Read only at
+   * freeze and seal, so the step hot path pays nothing for it.
    */
   private key(): number[] {
     const s = this.stalls;
     const n = s === null ? 0 : s.length;
     // The last stall can still grow (addStall) or turn out shared.
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, n === 0 ? 0 : s![n - 2]!, n === 0 ? 0 : s![n - 1]!];
+    const lastEnd = n === 0 ? 0 : s![n - 2]!;
+    const lastShared = n === 0 ? 0 : s![n - 1]!;
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
