@@ -19,7 +19,10 @@ import { unionMs } from './wall.js';
  * `blockingAmbiguous`.
  *
  * The due time is a lower bound of the stall's start, so `heldMs` may read up to the monitor's
- * resolution (10 ms) short, never long.
+ * resolution (10 ms) short, never long. The split assumes a step's code runs while none of its
+ * children is open, which holds when a parent awaits its children (`await step(…)`,
+ * `Promise.all`); a parent that works while a child is still pending has that work counted as the
+ * child's. The process being descheduled by a busy machine also looks like a stall.
  */
 
 /** Flat `[startUs, endUs, shared, …]` on the profile's clock; `shared` 1 when another profile was open. */
