@@ -89,7 +89,7 @@ describe('duplicates and similar commands', () => {
   test('Server-Timing: one metric per category, with the count and never a command', async () => {
     const { profile } = await nPlusOne(fakeClock(), { redact: false });
     expect(renderServerTiming(profile)).toBe(
-      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed, 2 duplicate)", total;dur=13.0',
+      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed) 2 duplicate", total;dur=13.0',
     );
   });
 

@@ -368,7 +368,7 @@ describe('B1: the comment is exactly one comment node for any text', () => {
         const lines = renderText(json, { ascii }).split('\n');
         // Header, the root's line, the empty end: the notes added no line.
         expect(lines).toHaveLength(3);
-        expect(lines[1]).toMatch(/ \(blocking\?: 30\.0ms held, ambiguous\) \(serialized: 5 . .* ran one at a time\)$/);
+        expect(lines[1]).toMatch(/ \(ambiguous blocking: 30\.0ms held\) \(serialized: 5 . .* ran one at a time\)$/);
       }),
       { numRuns: 1000 },
     );

@@ -34,12 +34,13 @@ export function ms1With(ms: number, t: Tenths): string {
 /**
  * What a blocking step's line and metric say, inside the parentheses: `blocking: 25.0ms sync`
  * (its synchronous start, or all of a synchronous step), `blocking: 56.2ms held` (the loop held
- * later, after an await), both joined by `, `; `blocking?` and `, ambiguous` when another step
- * or request was running during that stall too.
+ * later, after an await), `blocking: 0.3ms sync + 56.2ms held` for both, and `ambiguous blocking:`
+ * when another step or request was running during that stall too. No comma: readers that split
+ * a `Server-Timing` value at commas without minding quotes are common.
  */
 export function blockingNote(t: TimingJSON): string {
   const sync = `${ms1(t.syncMs ?? t.durationMs)}ms sync`;
   if (t.heldMs === undefined) return `blocking: ${sync}`;
-  const held = t.syncMs !== undefined ? `${sync}, ${ms1(t.heldMs)}ms held` : `${ms1(t.heldMs)}ms held`;
-  return t.blockingAmbiguous === true ? `blocking?: ${held}, ambiguous` : `blocking: ${held}`;
+  const held = t.syncMs !== undefined ? `${sync} + ${ms1(t.heldMs)}ms held` : `${ms1(t.heldMs)}ms held`;
+  return t.blockingAmbiguous === true ? `ambiguous blocking: ${held}` : `blocking: ${held}`;
 }

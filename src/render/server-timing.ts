@@ -101,11 +101,12 @@ function hasCustom(t: TimingJSON): boolean {
 
 /**
  * A category's `desc`: the count and the summed time (parallel calls each counted, so it can
- * exceed `dur`), and the duplicates as the JSON counts them. `sql (4 x 5.0ms summed, 2 duplicate)`.
+ * exceed `dur`), and the duplicates as the JSON counts them: `sql (4 x 5.0ms summed) 2 duplicate`.
+ * No comma (see blockingNote).
  */
 function categoryDesc(s: CategorySummaryJSON): string {
-  const d = `${s.category} (${s.count} x ${ms1(s.durationMs)}ms summed`;
-  return s.duplicate > 0 ? `${d}, ${s.duplicate} duplicate)` : `${d})`;
+  const d = `${s.category} (${s.count} x ${ms1(s.durationMs)}ms summed)`;
+  return s.duplicate > 0 ? `${d} ${s.duplicate} duplicate` : d;
 }
 
 /**
