@@ -59,7 +59,10 @@ export interface TimingJSON {
   unfinished?: true;
   /** For a callback step that returned a promise: how long `fn` ran before it returned. */
   syncMs?: number;
-  /** Its synchronous part (`syncMs`, or the whole of a synchronous step) exceeded `blockingMs`. */
+  /**
+   * It held the event loop past `blockingMs`: its synchronous start (`syncMs`, or the whole of a
+   * synchronous step), or synchronous work later, after an await (`heldMs`).
+   */
   blocking?: true;
   /**
    * How long the event loop was held while this step was the innermost step running, beyond its
