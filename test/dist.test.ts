@@ -426,8 +426,8 @@ await fastify.close();
         '> async = 3.0ms',
         // Literals in commands are masked by default (redact), and categories are summed below the tree.
         '>> [sql] select ? = 3.0ms',
-        '[sql] 1 x 3.0ms',
-        'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1)", total;dur=6.5',
+        '[sql] 1 x 3.0ms summed, 3.0ms wall',
+        'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1 x 3.0ms summed)", total;dur=6.5',
         'page;dur=4.0, total;dur=4.0',
         '<html><body>hi<!--',
         'ci at 2026-11-29T12:00:00.000Z',

@@ -93,7 +93,7 @@ describe('HTTP: fetch (undici) and the http client, against a real server', () =
         `> [http] POST ${base}/missing = 7.0ms`,
         '> load avatar = 7.0ms',
         `>> [http] GET ${base}/users/?/avatar?size=?&token=? = 7.0ms`,
-        '[http] 2 x 14.0ms',
+        '[http] 2 x 14.0ms summed, 14.0ms wall',
         '',
       ].join('\n'),
     );
@@ -373,11 +373,11 @@ describe('through the adapters: the outgoing calls of a developer request show i
         ' GET /page = 7.0ms',
         `> [http] GET ${base}/users/??token=? = 7.0ms`,
         '> [redis] GET user:abc = 0.0ms',
-        '[http] 1 x 7.0ms',
-        '[redis] 1 x 0.0ms',
+        '[http] 1 x 7.0ms summed, 7.0ms wall',
+        '[redis] 1 x 0.0ms summed, 0.0ms wall',
         '-->',
       ].join('\n'),
-      serverTiming: 'http;dur=7.0;desc="http (1)", redis;dur=0.0;desc="redis (1)", total;dur=7.0',
+      serverTiming: 'http;dur=7.0;desc="http (1 x 7.0ms summed)", redis;dur=0.0;desc="redis (1 x 0.0ms summed)", total;dur=7.0',
     };
   }
 

@@ -119,7 +119,7 @@ describe('toJSON: the v1 shape', () => {
           },
         ],
       },
-      customSummary: [{ category: 'sql', count: 1, durationMs: 3.1, duplicate: 0, similar: 0 }],
+      customSummary: [{ category: 'sql', count: 1, durationMs: 3.1, wallMs: 3.1, duplicate: 0, similar: 0 }],
       similar: [],
     });
     // Sealed: equal every time, but each caller gets a copy of its own, so changing one changes

@@ -36,15 +36,23 @@ let last = 0;
  * that arrived right after someone's stall) was not there for all of it. Its `t0` is on this same
  * clock: only default-clock profiles are sampled.
  */
-function creditOne(p: Profile, lag: number, now: number): void {
+function creditOne(p: Profile, lag: number, now: number, shared: boolean): void {
   const seen = Math.min(lag, now - p.t0);
   if (seen > p.loopDelayMs) p.loopDelayMs = seen;
+  // Kept for attribution to the steps open then (src/analysis/blocking.ts): from the tick's due
+  // time, when the loop was already busy, to now. Whole microseconds, as the profile's times.
+  // The start is computed from `last` alone, so that the same stall seen twice (at a freeze, then
+  // at the tick) starts at the same microsecond and is extended rather than counted twice.
+  if (seen > p.config.blockingMs) {
+    const from = Math.max(last + RESOLUTION_MS, p.t0);
+    p.addStall(Math.floor((from - p.t0) * 1000 + 0.5), Math.floor((now - p.t0) * 1000 + 0.5), shared);
+  }
 }
 
 function tick(): void {
   const now = performance.now();
   const lag = now - last - RESOLUTION_MS;
-  if (lag > 0) for (const p of open) creditOne(p, lag, now);
+  if (lag > 0) for (const p of open) creditOne(p, lag, now, open.size > 1);
   last = now;
   // A profile sealed without closeProfile (by hand) must not keep the timer going.
   for (const p of open) if (p.sealed) open.delete(p);
@@ -66,11 +74,21 @@ export function loopOpened(profile: Profile): void {
   }
 }
 
+/**
+ * @internal Credit `profile` with the stall since the last tick, if one is going on: its outputs
+ * are about to be rendered, and the tick that would see it has not run yet.
+ */
+export function loopCredit(profile: Profile): void {
+  if (!open.has(profile)) return;
+  const now = performance.now();
+  creditOne(profile, now - last - RESOLUTION_MS, now, open.size > 1);
+}
+
 /** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
 export function loopClosed(profile: Profile): void {
-  if (!open.delete(profile)) return;
-  const now = performance.now();
-  creditOne(profile, now - last - RESOLUTION_MS, now);
+  if (!open.has(profile)) return;
+  loopCredit(profile);
+  open.delete(profile);
 }
 
 /** @internal For tests: is the sampler running? */

@@ -2,6 +2,9 @@ import { CustomNode, F_ERROR, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pendin
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
+import { analyseFanOut } from '../analysis/fanout.js';
+import { attributeStalls, MAX_STALLS, type Stalls } from '../analysis/blocking.js';
+import { loopCredit } from '../analysis/loop.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
@@ -51,6 +54,8 @@ export class Profile implements Linked {
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
+  /** @internal Stalls of more than `blockingMs` seen while open (src/analysis/blocking.ts); null until one. */
+  stalls: Stalls | null;
   /** @internal Entered with runInProfile and not yet closed (src/core/context.ts). */
   entered: boolean;
   /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
@@ -84,6 +89,7 @@ export class Profile implements Linked {
     this.count = 0;
     this.customs = null;
     this.loopDelayMs = 0;
+    this.stalls = null;
     this.entered = false;
     this.prevLink = null;
     this.nextLink = null;
@@ -139,6 +145,21 @@ export class Profile implements Linked {
     const list = this.customs.get(parent);
     if (list === undefined) this.customs.set(parent, [c]);
     else list.push(c);
+  }
+
+  /**
+   * @internal The loop was busy without a break over `[fromUs, toUs]` (src/analysis/loop.ts). The
+   * same stall seen again later (at a freeze, then at the tick) starts at the same time: extended.
+   */
+  addStall(fromUs: number, toUs: number, shared: boolean): void {
+    const s = this.stalls;
+    if (s !== null && s[s.length - 3] === fromUs) {
+      if (toUs > s[s.length - 2]!) s[s.length - 2] = toUs;
+      if (shared) s[s.length - 1] = 1;
+      return;
+    }
+    if (s === null) this.stalls = [fromUs, toUs, shared ? 1 : 0];
+    else if (s.length < 3 * MAX_STALLS) s.push(fromUs, toUs, shared ? 1 : 0);
   }
 
   /** @internal Warnings are bounded like everything else a request can make. */
@@ -204,6 +225,8 @@ export class Profile implements Linked {
    */
   freeze(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
+    // A stall in the work that just finished the response is seen before the monitor's next tick.
+    loopCredit(this);
     sawRunning = false;
     const json = this.snapshot(false);
     // A running step or custom timing would be measured to a later "now" at the seal.
@@ -219,12 +242,17 @@ export class Profile implements Linked {
 
   /**
    * Everything that can change a profile with nothing running: steps and custom timings added
-   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay. Ends and
-   * moves only happen to running nodes, which `freeze` ruled out. Read only at freeze and seal,
-   * so the step hot path pays nothing for it.
+   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay and its
+   * stalls. Ends and moves only happen to running nodes, which `freeze` ruled out. Read only at
+   * freeze and seal, so the step hot path pays nothing for it.
    */
   private key(): number[] {
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut()];
+    const s = this.stalls;
+    const n = s === null ? 0 : s.length;
+    // The last stall can still grow (addStall) or turn out shared.
+    const lastEnd = n === 0 ? 0 : s![n - 2]!;
+    const lastShared = n === 0 ? 0 : s![n - 1]!;
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
@@ -258,6 +286,7 @@ export class Profile implements Linked {
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
+    wide = false;
     let root: TimingJSON;
     try {
       root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
@@ -284,11 +313,14 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact) : undefined;
+    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
     }
+    // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
+    if (wide) boundNow += analyseFanOut(root, custom?.similar);
+    if (this.stalls !== null) boundNow += attributeStalls(root, this.stalls, this.config.blockingMs);
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
     if (this.traceId !== undefined) json.traceId = this.traceId;
@@ -361,6 +393,8 @@ function withRequest(b: number, r: RequestInfo | undefined): number {
   return b + 48 + 24 + strBound(r.method) + strBound(r.path);
 }
 
+/** Set by nodeJSON when a step has MIN_GROUP (3) children or custom timings: worth a fan-out look. */
+let wide = false;
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
 /** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf), and an empty `warnings`. */
@@ -382,7 +416,11 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     children: node.children === null ? (leafChildren ?? []) : childrenJSON(node.children, now, blockingUs),
   };
   const custom = customsNow === null ? undefined : customsNow.get(node);
-  if (custom !== undefined) out.custom = customsJSON(custom, now);
+  if (custom !== undefined) {
+    out.custom = customsJSON(custom, now);
+    if (custom.length >= 3) wide = true;
+  }
+  if (out.children.length >= 3) wide = true;
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
   if ((node.flags & F_TRACED) !== 0) out.traced = true;

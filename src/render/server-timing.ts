@@ -1,7 +1,8 @@
 import { codedError, describe } from '../core/errors.js';
-import type { ProfileJSON, TimingJSON } from '../core/types.js';
+import type { CategorySummaryJSON, ProfileJSON, TimingJSON } from '../core/types.js';
+import { summarize } from '../analysis/wall.js';
 import { dataOf, type Renderable } from './data.js';
-import { ms1 } from './format.js';
+import { blockingNote, ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 
 export interface ServerTimingOptions {
@@ -17,14 +18,15 @@ const MAX_DESC = 96;
 
 /**
  * One `Server-Timing` header value: a metric per top-level step (its `desc` says when it blocked
- * the event loop), one per custom-timing category (summed, with the count in `desc`, never a
- * command), `event-loop` when the loop stalled past `blockingMs`, then `total`. Always printable ASCII (0x20–0x7E): names are
+ * the event loop), one per custom-timing category (`dur` its wall time, the union of its
+ * timings' intervals, so never more than `total`; the count, summed time and duplicates in `desc`,
+ * never a command), `event-loop` when the loop stalled past `blockingMs`, then `total`. Always printable ASCII (0x20–0x7E): names are
  * reduced to tokens, and `desc` is a quoted string with `\` and `"` escaped and anything outside
  * ASCII percent-encoded as UTF-8, so Node can never reject it. Metrics that do not fit `maxBytes`
  * are dropped from the end and counted in a `more` metric.
  *
  * @example
- * load-user;dur=3.4;desc="load user", sql;dur=3.1;desc="sql (1)", total;dur=376.9
+ * load-user;dur=3.4;desc="load user", sql;dur=3.1;desc="sql (1 x 3.1ms summed)", total;dur=376.9
  */
 export function renderServerTiming(profile: Renderable, options: ServerTimingOptions = {}): string {
   const p = dataOf(profile, 'renderServerTiming');
@@ -57,12 +59,15 @@ function metrics(p: ProfileJSON, list: string[] | null): string {
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
     // DevTools shows only name and desc: say there that the step held the event loop.
-    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)`));
+    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (${blockingNote(c)})`));
     else if (list === null) all += stepMetric(c.name, c.durationMs, 2);
     else list.push(stepMetric(c.name, c.durationMs, 1));
   }
-  const cats = collect(p.root, null);
-  if (cats !== null) for (const [cat, { sum, count }] of cats) all = add(list, all, metric(cat, sum, `${cat} (${count})`));
+  const cats = categories(p);
+  for (let i = 0; i < cats.length; i++) {
+    const s = cats[i]!;
+    all = add(list, all, metric(s.category, s.wallMs, categoryDesc(s)));
+  }
   if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
   return all;
 }
@@ -73,24 +78,30 @@ function add(list: string[] | null, all: string, m: string): string {
   return all;
 }
 
-/** Custom timings summed by category, in tree order; null (no Map made) when there are none. */
-function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }> | null): Map<string, { sum: number; count: number }> | null {
-  const custom = t.custom;
-  if (custom !== undefined) {
-    for (let i = 0; i < custom.length; i++) {
-      const c = custom[i]!;
-      cats ??= new Map();
-      const agg = cats.get(c.category);
-      if (agg === undefined) cats.set(c.category, { sum: c.durationMs, count: 1 });
-      else {
-        agg.sum += c.durationMs;
-        agg.count++;
-      }
-    }
-  }
+/** The profile's category summaries with wall times; made from the tree for JSON that lacks them. */
+function categories(p: ProfileJSON): CategorySummaryJSON[] {
+  const s = p.customSummary;
+  if (s !== undefined && (s.length === 0 || s[0]!.wallMs !== undefined)) return s;
+  return hasCustom(p.root) ? summarize(p.root) : NONE;
+}
+
+const NONE: CategorySummaryJSON[] = [];
+
+function hasCustom(t: TimingJSON): boolean {
+  if (t.custom !== undefined && t.custom.length > 0) return true;
   const children = t.children;
-  for (let i = 0; i < children.length; i++) cats = collect(children[i]!, cats);
-  return cats;
+  for (let i = 0; i < children.length; i++) if (hasCustom(children[i]!)) return true;
+  return false;
+}
+
+/**
+ * A category's `desc`: the count and the summed time (parallel calls each counted, so it can
+ * exceed `dur`), and the duplicates as the JSON counts them: `sql (4 x 5.0ms summed) 2 duplicate`.
+ * No comma (see blockingNote).
+ */
+function categoryDesc(s: CategorySummaryJSON): string {
+  const d = `${s.category} (${s.count} x ${ms1(s.durationMs)}ms summed)`;
+  return s.duplicate > 0 ? `${d} ${s.duplicate} duplicate` : d;
 }
 
 /**
