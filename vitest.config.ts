@@ -12,7 +12,11 @@ export const SERVICE_TESTS = [
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',
   'test/nginx.test.ts',
+  'test/otel-pairs.test.ts',
+  'test/otel-real.test.ts',
+  'test/otel-spans-only.test.ts',
   'test/redis-store.test.ts',
+  'test/results-hostile.test.ts',
 ];
 
 /** Test files that load the built dist/, which `npm test` builds first and `test:quick` does not. */

@@ -4,7 +4,7 @@ import { boolOption, checkObject, fnOption } from '../src/core/options.js';
 import { Profile } from '../src/core/profile.js';
 import { traceHooks, type TraceHooks } from '../src/core/trace.js';
 import { emitProfile, type SpanSink } from '../src/instrument/export.js';
-import { EXPORT_SCOPE, type SpanParts } from '../src/instrument/otel-map.js';
+import { EXPORT_SCOPE, hr, lagUs, usOf, type SpanParts } from '../src/instrument/otel-map.js';
 import { pairWithSpans } from '../src/instrument/record.js';
 import { profiledScope, spanEnded, spanStarted, type SpanNode } from '../src/instrument/spans.js';
 
@@ -100,28 +100,6 @@ export class MiniprofSpanProcessor {
 function activeSpan(): SpanContext | undefined {
   const sc = trace.getSpanContext(context.active());
   return sc !== undefined && isSpanContextValid(sc) ? sc : undefined;
-}
-
-/**
- * The SDK takes a span's start from `Date.now()` (whole milliseconds) and calls onStart right
- * away, so a live span reads 0-1 ms old; older, its start was given (Prisma's engine spans are
- * made after the fact), and it is placed that far back.
- */
-function lagUs(start: HrTime | undefined): number {
-  // A span of an SDK that has no start time (not OpenTelemetry's) is taken as started now.
-  if (!Array.isArray(start)) return 0;
-  const lagMs = Date.now() - (start[0] * 1e3 + start[1] / 1e6);
-  return lagMs > 2 ? Math.round(lagMs * 1e3) : 0;
-}
-
-/** An HrTime in whole microseconds; 0 for anything else. */
-function usOf(t: HrTime | undefined): number {
-  return Array.isArray(t) ? Math.round(t[0] * 1e6 + t[1] / 1e3) : 0;
-}
-
-function hr(ms: number): HrTime {
-  const s = Math.floor(ms / 1e3);
-  return [s, Math.round((ms - s * 1e3) * 1e6)];
 }
 
 /**

@@ -74,12 +74,15 @@ describe('layout', () => {
     expect(bad).toEqual([]);
   });
 
-  it('adapters never import each other, and each is at most 130 lines', () => {
+  // JSDoc with an example on every export is wanted; it is the code that must stay thin.
+  const codeLines = (text: string) => text.split('\n').filter((l) => !/^\s*(\/\/|\/\*\*|\*|\*\/|$)/.test(l)).length;
+
+  it('adapters never import each other, and each has at most 100 lines of code (comments and blank lines aside)', () => {
     const adapters = [...g.keys()].filter((f) => f.startsWith('adapters/'));
     expect(adapters.length).toBeGreaterThanOrEqual(2);
     for (const f of adapters) {
       expect(g.get(f)!.filter((d) => d.startsWith('adapters/')), f).toEqual([]);
-      expect(readFileSync(join(ROOT, f), 'utf8').split('\n').length, f).toBeLessThanOrEqual(130);
+      expect(codeLines(readFileSync(join(ROOT, f), 'utf8')), f).toBeLessThanOrEqual(100);
     }
   });
 });

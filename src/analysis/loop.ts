@@ -1,7 +1,16 @@
 import { performance } from 'node:perf_hooks';
 import { monotonic } from '../core/clock.js';
-import type { Profile } from '../core/profile.js';
-import { LinkedSet } from '../core/linked.js';
+import { LinkedSet, type Linked } from '../core/linked.js';
+import type { Clock } from '../core/clock.js';
+
+/** What the sampler needs of a profile (declared here so that core/profile.ts can call in). */
+export interface Watched extends Linked {
+  readonly t0: number;
+  readonly sealed: boolean;
+  readonly config: { readonly blockingMs: number; readonly clock: Clock };
+  loopDelayMs: number;
+  addStall(fromUs: number, toUs: number, shared: boolean): void;
+}
 
 /**
  * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the
@@ -27,7 +36,7 @@ import { LinkedSet } from '../core/linked.js';
 const RESOLUTION_MS = 10;
 
 /** Linked through the profiles' own fields: a Set's table would churn once per request (src/core/linked.ts). */
-const open = new LinkedSet<Profile>();
+const open = new LinkedSet<Watched>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;
 
@@ -36,7 +45,7 @@ let last = 0;
  * that arrived right after someone's stall) was not there for all of it. Its `t0` is on this same
  * clock: only default-clock profiles are sampled.
  */
-function creditOne(p: Profile, lag: number, now: number, shared: boolean): void {
+function creditOne(p: Watched, lag: number, now: number, shared: boolean): void {
   const seen = Math.min(lag, now - p.t0);
   if (seen > p.loopDelayMs) p.loopDelayMs = seen;
   // Kept for attribution to the steps open then (src/analysis/blocking.ts): from the tick's due
@@ -65,7 +74,7 @@ function stop(): void {
 }
 
 /** @internal A profile was entered. */
-export function loopOpened(profile: Profile): void {
+export function loopOpened(profile: Watched): void {
   if (profile.config.clock !== monotonic || !open.add(profile)) return;
   if (timer === null) {
     last = performance.now();
@@ -78,14 +87,14 @@ export function loopOpened(profile: Profile): void {
  * @internal Credit `profile` with the stall since the last tick, if one is going on: its outputs
  * are about to be rendered, and the tick that would see it has not run yet.
  */
-export function loopCredit(profile: Profile): void {
+export function loopCredit(profile: Watched): void {
   if (!open.has(profile)) return;
   const now = performance.now();
   creditOne(profile, now - last - RESOLUTION_MS, now, open.size > 1);
 }
 
 /** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
-export function loopClosed(profile: Profile): void {
+export function loopClosed(profile: Watched): void {
   if (!open.has(profile)) return;
   loopCredit(profile);
   open.delete(profile);

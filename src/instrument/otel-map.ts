@@ -158,3 +158,28 @@ export function ownLibOf(s: SpanParts): string | null {
   const lib = scope === undefined ? undefined : OWN_LIBS.get(scope);
   return lib ?? null;
 }
+
+/** OpenTelemetry's time: `[seconds, nanoseconds]` since the epoch. */
+export type HrTime = [number, number];
+
+/**
+ * The SDK takes a span's start from `Date.now()` (whole milliseconds) and calls onStart right
+ * away, so a live span reads 0-1 ms old; older, its start was given (Prisma's engine spans are
+ * made after the fact), and it is placed that far back.
+ */
+export function lagUs(start: HrTime | undefined): number {
+  // A span of an SDK that has no start time (not OpenTelemetry's) is taken as started now.
+  if (!Array.isArray(start)) return 0;
+  const lagMs = Date.now() - (start[0] * 1e3 + start[1] / 1e6);
+  return lagMs > 2 ? Math.round(lagMs * 1e3) : 0;
+}
+
+/** An HrTime in whole microseconds; 0 for anything else. */
+export function usOf(t: HrTime | undefined): number {
+  return Array.isArray(t) ? Math.round(t[0] * 1e6 + t[1] / 1e3) : 0;
+}
+
+export function hr(ms: number): HrTime {
+  const s = Math.floor(ms / 1e3);
+  return [s, Math.round((ms - s * 1e3) * 1e6)];
+}
