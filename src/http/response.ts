@@ -6,6 +6,7 @@ import { Profile } from '../core/profile.js';
 import type { ProfileJSON } from '../core/types.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
+import { badgeTag } from './badge.js';
 import type { HttpConfig } from './config.js';
 import { headerString, injectable, noTransform, splice, type Body, type HeaderView } from './inject.js';
 import { linkHeaders, saveProfile } from '../results/save.js';
@@ -93,7 +94,8 @@ export class ProfiledResponse implements Expiring {
     try {
       this.profile.stopRoot();
       this.frozen = this.profile.freeze();
-      if (!this.cfg.htmlComment) return null;
+      const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
+      if (!this.cfg.htmlComment && badge === null) return null;
       let mode = injectable(h, status, this.method, body);
       if (mode === null) return null;
       const declared = h.getHeader('content-length');
@@ -109,7 +111,10 @@ export class ProfiledResponse implements Expiring {
         }
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
-      return splice(body as Body, renderHtmlComment(this.frozen, { ascii: mode === 'ascii' }));
+      const comment = this.cfg.htmlComment ? renderHtmlComment(this.frozen, { ascii: mode === 'ascii' }) : '';
+      // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
+      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, h, this.cfg.core.onInternalError);
+      return comment === '' && tag === '' ? null : splice(body as Body, comment + tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
       return null;
@@ -135,7 +140,9 @@ export class ProfiledResponse implements Expiring {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
-      const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes });
+      // The id lets a page find the profile of each of its fetch calls (the badge reads it).
+      const id = this.owner !== undefined && this.cfg.results !== null;
+      const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes, id });
       const prev = h.getHeader('server-timing');
       if (prev === undefined) h.setHeader('Server-Timing', value);
       else if (Array.isArray(prev)) h.setHeader('Server-Timing', [...prev, value]);
