@@ -57,7 +57,8 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     'td.ms{width:64px;text-align:right}td.bar{width:96px}',
     'td.bar i{display:block;position:relative;height:6px;background:#54aeff;border-radius:2px;min-width:1px}tr.c td.bar i{background:#c297ff}',
     'tr.c td.name{color:#57606a;font:11px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}',
-    '.cat{color:#8250df;margin-right:4px}tr.err td{color:#a40e26}',
+    '.nm{display:flex;align-items:center;min-width:0}.tx{overflow:hidden;text-overflow:ellipsis;min-width:0}.nm .f,.cat{flex:none}',
+    '.cat{color:#8250df;margin-right:6px}tr.err td{color:#a40e26}',
     '.f{display:inline-block;font-size:10px;line-height:15px;padding:0 5px;border-radius:8px;background:#eaeef2;color:#57606a;margin-left:4px;font-family:system-ui,sans-serif;vertical-align:1px}',
     '.f.blocking{background:#fff8c5;color:#7d4e00}.f.n1,.f.duplicate,.f.similar,.f.serialized{background:#fff1e5;color:#953800}.f.error{background:#ffebe9;color:#a40e26}',
     '.msg{color:#57606a;padding:8px 0}'
@@ -281,9 +282,10 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     var name = tr.appendChild(el('td', 'name'));
     name.style.paddingLeft = 4 + Math.min(depth, 16) * 12 + 'px';
     name.title = (cat ? '[' + cat + '] ' : '') + text;
-    if (cat) name.appendChild(el('span', 'cat', cat));
-    name.appendChild(document.createTextNode(String(text)));
-    f.forEach(function (x) { name.appendChild(chip(x)); });
+    var nm = name.appendChild(el('div', 'nm'));
+    if (cat) nm.appendChild(el('span', 'cat', cat));
+    nm.appendChild(el('span', 'tx', text));
+    f.forEach(function (x) { nm.appendChild(chip(x)); });
     tr.appendChild(el('td', 'ms', ms(t.durationMs)));
     var bar = tr.appendChild(el('td', 'bar')).appendChild(el('i'));
     bar.style.left = Math.min(100, Number(t.startMs) * scale) + '%';
