@@ -157,9 +157,13 @@ describe.each([
   ['Express 5', express5],
   ['Express 4', express4],
 ] as const)('%s', (_label, express) => {
-  /** miniprof with a fixed clock, so every output is exact; developers: loopback unless told. */
+  /**
+   * miniprof with a fixed clock, so every output is exact; developers: loopback unless told. No
+   * badge unless told: its tag and Server-Timing id are test/badge.test.ts's.
+   */
   function mp(o: MiniprofOptions<Request> = {}): RequestHandler {
     return miniprof({
+      badge: false,
       clock: () => 0,
       now: () => EPOCH,
       machine: 'web-1',

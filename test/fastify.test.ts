@@ -23,7 +23,10 @@ type Options = MiniprofOptions<FastifyRequest>;
 
 const apps: FastifyInstance[] = [];
 
-/** A Fastify app (closed after each test), optionally with miniprof registered first. */
+/**
+ * A Fastify app (closed after each test), optionally with miniprof registered first. No badge
+ * unless told: its tag and Server-Timing id are test/badge.test.ts's.
+ */
 async function build(
   mp: Options | null,
   routes: (app: FastifyInstance) => void,
@@ -31,7 +34,7 @@ async function build(
 ): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, ...opts });
   apps.push(app);
-  if (mp !== null) await app.register(miniprof, mp);
+  if (mp !== null) await app.register(miniprof, { badge: false, ...mp });
   routes(app);
   await app.ready();
   return app;

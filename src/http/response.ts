@@ -140,8 +140,9 @@ export class ProfiledResponse implements Expiring {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
-      // The id lets a page find the profile of each of its fetch calls (the badge reads it).
-      const id = this.owner !== undefined && this.cfg.results !== null;
+      // The badge's way to find the profile of each of the page's fetch calls without patching
+      // fetch: browsers expose Server-Timing to the page (PerformanceResourceTiming.serverTiming).
+      const id = this.owner !== undefined && this.cfg.results !== null && this.cfg.results.badge !== null;
       const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes, id });
       const prev = h.getHeader('server-timing');
       if (prev === undefined) h.setHeader('Server-Timing', value);
