@@ -22,6 +22,7 @@ import { closeServers, serve } from './helpers/http.js';
 // Run inside the page by playwright; the test's tsconfig has no DOM lib.
 declare const document: any;
 declare const window: any;
+declare function getComputedStyle(el: unknown): { backgroundColor: string; fontSize: string; letterSpacing: string };
 
 const DOCS = resolve(import.meta.dirname, '..', 'docs');
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
