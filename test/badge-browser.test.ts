@@ -32,7 +32,7 @@ let t = 0;
 const fastifies: FastifyInstance[] = [];
 const port = { express: 0, fastify: 0, nobody: 0 };
 
-type Csp = 'none' | 'self' | 'nonce';
+type Csp = 'none' | 'self' | 'nonce' | 'blocked';
 
 /** `script-src 'self'`: the badge is a same-origin script, its styles a constructable stylesheet. */
 const SELF = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'";
@@ -52,7 +52,7 @@ function helmetNonce(script: string, style: string): string {
 }
 
 function cspOf(url: string): Csp {
-  const m = /[?&]csp=(self|nonce)/.exec(url);
+  const m = /[?&]csp=(self|nonce|blocked)/.exec(url);
   return m === null ? 'none' : (m[1] as Csp);
 }
 
@@ -124,6 +124,7 @@ function expressApp(developer: boolean): express.Express {
     const csp = cspOf(req.url);
     if (csp === 'self') res.setHeader('Content-Security-Policy', SELF);
     if (csp === 'nonce') res.setHeader('Content-Security-Policy', helmetNonce(res.locals.cspNonce, res.locals.cspNonce));
+    if (csp === 'blocked') res.setHeader('Content-Security-Policy', "script-src 'none'");
     next();
   });
   app.use(expressMiniprof({ isDeveloper: () => developer, ...OPTIONS }));
@@ -285,6 +286,17 @@ test('a non-developer gets no badge, and no badge.js', async () => {
   expect(await js.text()).toContain('Cannot GET /_miniprof/badge.js');
   expect(await violations(w)).toEqual([]);
   await w.page.context().close();
+});
+
+test('a policy that blocks the badge anyway: the page works, the comment is there, only the violation is reported', async () => {
+  const w = await open(`http://127.0.0.1:${port.express}/users/42?csp=blocked`);
+  const p = w.page;
+  expect(await p.locator('h1').innerText()).toBe('Ada Lovelace');
+  const comment = await p.evaluate(() => [...document.body.childNodes].filter((n: any) => n.nodeType === 8).map((n: any) => n.data.split('\n')[2]));
+  expect(comment).toEqual(['Path: GET /users/42']);
+  expect(await p.locator('miniprof-badge').count()).toBe(0);
+  await expect.poll(() => violations(w)).toContainEqual(expect.stringMatching(/^script-src-elem http:\/\/127\.0\.0\.1:\d+\/_miniprof\/badge\.js\?v=/));
+  await p.context().close();
 });
 
 test('keyboard: Tab reaches the button, Enter opens the panel with focus on the page row, Escape closes it and gives focus back', async () => {

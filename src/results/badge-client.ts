@@ -40,7 +40,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     '.badge{display:flex;align-items:center;gap:6px;padding:4px 9px;background:#fff;border:1px solid #d0d7de;border-left:3px solid #1a7f37;border-radius:6px;box-shadow:0 1px 4px rgba(31,35,40,.18)}',
     '.badge.warn{border-left-color:#bf8700}.badge.bad{border-left-color:#cf222e}',
     '.badge .t{font-weight:600}.badge .n{color:#57606a}',
-    '.panel{background:#fff;border:1px solid #d0d7de;border-radius:8px;box-shadow:0 8px 24px rgba(31,35,40,.2);width:560px;max-width:calc(100vw - 24px);max-height:min(70vh,640px);display:flex;flex-direction:column;overflow:hidden}',
+    '.panel{background:#fff;border:1px solid #d0d7de;border-radius:8px;box-shadow:0 8px 24px rgba(31,35,40,.2);width:600px;max-width:calc(100vw - 24px);max-height:min(70vh,640px);display:flex;flex-direction:column;overflow:hidden}',
     'header{display:flex;align-items:center;gap:8px;padding:6px 10px;border-bottom:1px solid #eaeef2;background:#f6f8fa}',
     'header strong{font-size:12px;letter-spacing:.02em}header .sub{color:#57606a;flex:1}',
     '.x{border:0;background:none;font-size:16px;line-height:1;padding:0 4px;color:#57606a;border-radius:4px}.x:hover{background:#eaeef2}',
