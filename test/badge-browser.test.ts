@@ -74,8 +74,9 @@ const APP_CSS =
   'main{padding:8px 24px}button{background:hotpink!important;color:lime!important;font:24px serif!important;border:4px dashed red!important}' +
   '*{letter-spacing:3px}';
 
-/** Three calls after the page loaded, then a mark the test waits for. */
+/** Three calls after the page loaded (and an XHR with `?xhr`), then a mark the test waits for. */
 const THREE_JS =
+  "if (location.search.indexOf('xhr') >= 0) { var x = new XMLHttpRequest(); x.open('GET', '/api/xhr'); x.send(); }" +
   "Promise.all([fetch('/api/users/42/posts'), fetch('/api/users/42/visits', { method: 'POST' }), fetch('/api/stock?item=7')])" +
   ".then(function (rs) { return Promise.all(rs.map(function (r) { return r.json(); })); })" +
   ".then(function (all) { document.getElementById('out').textContent = all.length + ' loaded'; document.body.setAttribute('data-done', '1'); });";
@@ -137,6 +138,7 @@ function expressApp(developer: boolean): express.Express {
   app.get('/api/users/42/posts', (_req, res) => res.json(apiWork('load posts', 2)));
   app.post('/api/users/42/visits', (_req, res) => res.json(apiWork('record visits', 3)));
   app.get('/api/stock', (_req, res) => res.json(apiWork('check stock', 4)));
+  app.get('/api/xhr', (_req, res) => res.json(apiWork('read xhr', 1)));
   return app;
 }
 
@@ -163,6 +165,7 @@ async function fastifyApp(): Promise<number> {
   app.get('/api/users/42/posts', async () => apiWork('load posts', 2));
   app.post('/api/users/42/visits', async () => apiWork('record visits', 3));
   app.get('/api/stock', async () => apiWork('check stock', 4));
+  app.get('/api/xhr', async () => apiWork('read xhr', 1));
   await app.listen({ port: 0, host: '127.0.0.1' });
   return (app.server.address() as { port: number }).port;
 }
@@ -274,6 +277,16 @@ describe.each(['express', 'fastify'] as const)('%s', (framework) => {
       await p.context().close();
     });
   }
+});
+
+test.each(['express', 'fastify'] as const)('%s: an XMLHttpRequest is listed like a fetch', async (framework) => {
+  const w = await open(`http://127.0.0.1:${port[framework]}/users/42?xhr=1`);
+  const p = w.page;
+  await expect.poll(() => badge(p).locator('.n').innerText()).toBe('+4');
+  await badge(p).click();
+  await expect.poll(async () => (await listed(p)).sort()).toEqual([...PAGE_ROWS, 'GET /api/xhr 1.5 ms'].sort());
+  expect(await violations(w)).toEqual([]);
+  await p.context().close();
 });
 
 test('a non-developer gets no badge, and no badge.js', async () => {

@@ -155,6 +155,8 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     var e = { id: id, method: method, path: path, ms: ms, json: null, failed: false, row: null };
     entries.push(e);
     byId[id] = e;
+    // A page that polls would grow the list forever: the page and its last 50 calls.
+    if (entries.length > 51) entries.splice(1, 1);
     if (selected === null) selected = e;
     load(e, 0);
     render();
