@@ -340,7 +340,7 @@ test('keyboard: Tab reaches the button, Enter opens the panel with focus on the 
 });
 
 test('screenshot of the open panel for the README (docs/badge.png); the script is at most 15 KB', async () => {
-  expect(Buffer.byteLength(BADGE_JS)).toBeLessThanOrEqual(15 * 1024);
+  expect(Buffer.byteLength(BADGE_JS)).toBeLessThanOrEqual(15_000);
   const w = await open(`http://127.0.0.1:${port.express}/users/42?csp=nonce`, 2);
   const p = w.page;
   await expect.poll(() => badge(p).innerText()).toContain('+3');

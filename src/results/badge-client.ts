@@ -64,7 +64,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     '.msg{color:#57606a;padding:8px 0}'
   ].join('\n');
 
-  // One entry per profile: the page's first, then each profiled fetch/XHR in the order seen.
+  // The page's profile first, then each profiled fetch/XHR as seen.
   var entries = [];
   var byId = {};
   var selected = null;
@@ -155,7 +155,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     var e = { id: id, method: method, path: path, ms: ms, json: null, failed: false, row: null };
     entries.push(e);
     byId[id] = e;
-    // A page that polls would grow the list forever: the page and its last 50 calls.
+    // A polling page: keep the page and its last 50 calls.
     if (entries.length > 51) entries.splice(1, 1);
     if (selected === null) selected = e;
     load(e, 0);
@@ -249,7 +249,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     a.target = '_blank';
     a.rel = 'noopener';
     if (!p) {
-      detail.appendChild(el('div', 'msg', e.failed ? 'This profile could not be loaded (expired, or another developer\u2019s).' : 'Loading\u2026'));
+      detail.appendChild(el('div', 'msg', e.failed ? 'Not available (expired, or another developer\u2019s).' : 'Loading\u2026'));
       return;
     }
     var table = detail.appendChild(el('table'));
