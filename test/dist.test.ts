@@ -375,7 +375,10 @@ void (() => expressMiniprof({ maxSteps: 'many' }));
 const expressOptions: MiniprofOptions<IncomingMessage> = {
   ...fixed,
   isDeveloper: (req) => req.headers['x-dev'] === '1',
+  badge: { position: 'top-left', nonce: (req) => (req.headers['x-nonce'] as string | undefined) },
 };
+// @ts-expect-error the badge's corners are typed
+void (() => expressMiniprof({ badge: { position: 'middle' } }));
 const app = express();
 app.use(expressMiniprof(expressOptions));
 app.get('/', (_req, res) => {
@@ -388,13 +391,15 @@ app.get('/', (_req, res) => {
 const server = app.listen(0, '127.0.0.1');
 await new Promise((r) => server.once('listening', r));
 const { port } = server.address() as AddressInfo;
-const res = await fetch(\`http://127.0.0.1:\${port}/\`, { headers: { 'x-dev': '1' } });
-console.log(res.headers.get('server-timing'));
-console.log(await res.text());
+const res = await fetch(\`http://127.0.0.1:\${port}/\`, { headers: { 'x-dev': '1', 'x-nonce': 'bm9uY2U=' } });
+// The id is random: shown as ID, once checked to be the same in the header, the tag and X-Miniprof-Id.
+const id = res.headers.get('x-miniprof-id')!;
+console.log(res.headers.get('server-timing')!.replace(id, 'ID'));
+console.log((await res.text()).replace(id, 'ID').replace(/badge\\.js\\?v=[\\w-]+/, 'badge.js?v=V'));
 server.close();
 
 const fastify = Fastify();
-await fastify.register(fastifyMiniprof, { ...fixed, isDeveloper: (req) => req.headers['x-dev'] === '1' });
+await fastify.register(fastifyMiniprof, { ...fixed, badge: false, isDeveloper: (req) => req.headers['x-dev'] === '1' });
 fastify.get('/', async (_req, reply) => {
   await step('handler', async () => {
     t += 5;
@@ -428,13 +433,13 @@ await fastify.close();
         '>> [sql] select ? = 3.0ms',
         '[sql] 1 x 3.0ms summed, 3.0ms wall',
         'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1 x 3.0ms summed)", total;dur=6.5',
-        'page;dur=4.0, total;dur=4.0',
+        'page;dur=4.0, miniprof;desc="ID", total;dur=4.0',
         '<html><body>hi<!--',
         'ci at 2026-11-29T12:00:00.000Z',
         'Path: GET /',
         ' GET / = 4.0ms',
         '> page = 4.0ms',
-        '--></body></html>',
+        '--><script src="/_miniprof/badge.js?v=V" data-position="top-left" defer data-id="ID" nonce="bm9uY2U="></script></body></html>',
         'handler;dur=5.0, total;dur=5.0',
         '<body>ok<!--',
         'ci at 2026-11-29T12:00:00.000Z',

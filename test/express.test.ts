@@ -20,6 +20,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { miniprof, type MiniprofOptions } from '../adapters/express.js';
 import { als, openProfiles } from '../src/core/context.js';
 import { currentProfile, memoryStore, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { BADGE_VERSION } from '../src/results/badge.js';
 import { closeServers, get, leaveDuringBody, raw, serve, TEST_TLS, tlsGet, track, waitFor, withoutDate, type RawResponse } from './helpers/http.js';
 
 const EPOCH = Date.UTC(2026, 10, 29, 12, 0, 0);
@@ -173,9 +174,13 @@ describe.each([
   ['Express 5', express5],
   ['Express 4', express4],
 ] as const)('%s', (_label, express) => {
-  /** miniprof with a fixed clock, so every output is exact; developers: loopback unless told. */
+  /**
+   * miniprof with a fixed clock, so every output is exact; developers: loopback unless told. No
+   * badge unless told: its tag and Server-Timing id are test/badge.test.ts's.
+   */
   function mp(o: MiniprofOptions<Request> = {}): RequestHandler {
     return miniprof({
+      badge: false,
       clock: () => 0,
       now: () => EPOCH,
       machine: 'web-1',
@@ -1563,10 +1568,14 @@ describe('HTTPS: Express 5 behind https.createServer, on a real TLS socket', () 
 
     const r = await tlsGet(port, '/page', { 'x-dev': '1' });
     expect(r.res.statusCode).toBe(200);
-    expect(r.res.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+    const id = r.res.headers['x-miniprof-id'] as string;
+    expect(r.res.headers['server-timing']).toBe(`${/^work;dur=\d+\.\d/.exec(String(r.res.headers['server-timing']))![0]}, miniprof;desc="${id}", ${/total;dur=\d+\.\d$/.exec(String(r.res.headers['server-timing']))![0]}`);
     expect(r.res.headers['cache-control']).toBe('private, no-store');
     expect(Number(r.res.headers['content-length'])).toBe(r.body.length);
-    expect(withoutComment(r.body.toString())).toBe(PAGE);
+    // The comment, then the badge's tag (on by default), before </body>.
+    const tag = `<script src="/_miniprof/badge.js?v=${BADGE_VERSION}" data-position="bottom-right" defer data-id="${id}"></script>`;
+    expect(withoutComment(r.body.toString()).replace(tag, '')).toBe(PAGE);
+    expect(r.body.toString()).toContain(`-->${tag}</body>`);
     // Saved when the response closes, which may come after the client has the whole body.
     await waitFor(() => openProfiles() === 0, 3000, 'the profile sealed and saved');
     const saved = await store.get('peer:127.0.0.1', r.res.headers['x-miniprof-id'] as string);

@@ -23,7 +23,10 @@ type Options = MiniprofOptions<FastifyRequest>;
 
 const apps: FastifyInstance[] = [];
 
-/** A Fastify app (closed after each test), optionally with miniprof registered first. */
+/**
+ * A Fastify app (closed after each test), optionally with miniprof registered first. No badge
+ * unless told: its tag and Server-Timing id are test/badge.test.ts's.
+ */
 async function build(
   mp: Options | null,
   routes: (app: FastifyInstance) => void,
@@ -31,7 +34,7 @@ async function build(
 ): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, ...opts });
   apps.push(app);
-  if (mp !== null) await app.register(miniprof, mp);
+  if (mp !== null) await app.register(miniprof, { badge: false, ...mp });
   routes(app);
   await app.ready();
   return app;
@@ -131,12 +134,17 @@ const COMMENT = /<!--\n[\s\S]*?-->/g;
  * The developer's body is the base body plus exactly one miniprof comment: remove it and the
  * bytes must be the same. Returns the comment.
  */
+/** The badge's one script tag (on by default where results are), right after the comment. */
+const BADGE_TAG = /<script src="\/_miniprof\/badge\.js\?v=[\w-]+" data-position="bottom-right" defer data-id="[\da-f-]{36}"><\/script>/;
+
 function oneCommentMore(dev: Buffer, base: Buffer): string {
   const d = dev.toString('latin1');
   const found = d.match(COMMENT) ?? [];
   expect(found, 'exactly one comment in the developer body').toHaveLength(1);
   expect(base.toString('latin1').match(COMMENT)).toBeNull();
-  expect(d.replace(COMMENT, '')).toBe(base.toString('latin1'));
+  const tag = d.match(BADGE_TAG);
+  if (tag !== null) expect(d).toContain(found[0]! + tag[0]);
+  expect(d.replace(COMMENT, '').replace(BADGE_TAG, '')).toBe(base.toString('latin1'));
   return Buffer.from(found[0]!, 'latin1').toString('utf8');
 }
 
@@ -1069,7 +1077,7 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
             if (length !== undefined) expect(Number(length)).toBe(mine.body.length);
             if (path === '/page') {
               oneCommentMore(decode(mine), decode(base));
-              expect(decode(mine).toString()).toMatch(/-->\n?<\/body><\/html>$/);
+              expect(decode(mine).toString()).toMatch(/-->\n?<script [^>]+><\/script><\/body><\/html>$/);
             } else {
               expect(decode(mine).toString()).toBe(decode(base).toString());
             }
@@ -1377,7 +1385,7 @@ describe('async context (D1, D2, D5)', () => {
         req.end(post ? JSON.stringify({ i }) : undefined);
       });
       expect(JSON.parse(r.body)).toEqual(post ? { profiled: true, body: { i } } : { profiled: true });
-      expect(r.st).toMatch(/^work;dur=\d+\.\d, total;dur=/);
+      expect(r.st).toMatch(/^work;dur=\d+\.\d, miniprof;desc="[\da-f-]{36}", total;dur=/);
     }
     agent.destroy();
     expect(sockets.size).toBe(1);
@@ -1402,7 +1410,9 @@ describe('async context (D1, D2, D5)', () => {
     const req = (n: number, last = false) => `GET /p/${n} HTTP/1.1\r\nHost: x\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
     const raw = (await rawExchange(port, req(0) + req(1) + req(2, true))).toString('latin1');
     const heads = [...raw.matchAll(/server-timing: ([^\r]*)/gi)].map((m) => m[1]!.replace(/dur=[\d.]+/g, 'dur=X'));
-    expect(heads).toEqual([0, 1, 2].map((n) => `pipelined_${n};dur=X;desc="pipelined ${n}", total;dur=X`));
+    const ids = [...raw.matchAll(/x-miniprof-id: ([^\r]*)/gi)].map((m) => m[1]);
+    expect(new Set(ids).size).toBe(3);
+    expect(heads).toEqual([0, 1, 2].map((n) => `pipelined_${n};dur=X;desc="pipelined ${n}", miniprof;desc="${ids[n]}", total;dur=X`));
     expect([...raw.matchAll(/\{"n":"(\d)"\}/g)].map((m) => m[1])).toEqual(['0', '1', '2']);
     expect(before).toEqual([undefined, undefined, undefined]);
   });

@@ -386,7 +386,7 @@ describe('through the adapters: the outgoing calls of a developer request show i
     await client.connect();
     clock = fakeClock();
     const app = express();
-    app.use(expressMiniprof({ isDeveloper: () => true, ...fixed(clock) }));
+    app.use(expressMiniprof({ isDeveloper: () => true, badge: false, ...fixed(clock) }));
     app.get('/page', (_req, res, next) => {
       page('/users/42?token=s3cret', client).then((html) => res.type('html').send(html), next);
     });
@@ -408,7 +408,7 @@ describe('through the adapters: the outgoing calls of a developer request show i
     await client.connect();
     clock = fakeClock();
     const app = Fastify();
-    await app.register(fastifyMiniprof, { isDeveloper: () => true, ...fixed(clock) });
+    await app.register(fastifyMiniprof, { isDeveloper: () => true, badge: false, ...fixed(clock) });
     app.get('/page', async (_req, reply) => reply.type('text/html').send(await page('/users/42?token=s3cret', client)));
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     try {

@@ -333,7 +333,7 @@ describe('B5: maxBytes', () => {
   test('B5 property: any maxBytes from the minimum up, any number of metrics', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 64, max: 3000 }),
+        fc.integer({ min: MIN_MAX_BYTES, max: 3000 }),
         fc.array(fc.tuple(anyName, fc.double({ min: 0, max: 1e6, noNaN: true })), { maxLength: 80 }),
         fc.double({ min: 0, max: 1e9, noNaN: true }),
         (maxBytes, steps, total) => {
@@ -410,7 +410,12 @@ describe('B5: maxBytes', () => {
   test('maxBytes below the minimum is raised to it', () => {
     const json = profileJSON(Array.from({ length: 50 }, (_, i) => leaf(`s${i}`)));
     const v = renderServerTiming(json, { maxBytes: 1 });
-    expect(Buffer.byteLength(v)).toBeLessThanOrEqual(64);
+    expect(Buffer.byteLength(v)).toBeLessThanOrEqual(MIN_MAX_BYTES);
+    // Room for the id (the badge's) too: 128 bytes since it came.
+    expect(MIN_MAX_BYTES).toBe(128);
+    const withId = renderServerTiming(json, { maxBytes: 1, id: true });
+    expect(Buffer.byteLength(withId)).toBeLessThanOrEqual(MIN_MAX_BYTES);
+    expect(withId).toMatch(/^s0;dur=1\.0, s1;dur=1\.0, s2;dur=1\.0, more;desc="47 more", miniprof;desc="00000000-0000-4000-8000-000000000000", total;dur=10\.0$/);
     expect(v.endsWith('total;dur=10.0')).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { codedError, describe } from '../core/errors.js';
 import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resolveCore, type CoreConfig, type CoreOptions } from '../core/options.js';
 import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
+import type { BadgeOptions } from './badge.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
@@ -39,6 +40,13 @@ export interface MiniprofOptions<Req> extends CoreOptions {
   secret?: string | Buffer;
   /** How long an opt-in lasts. Default 8 hours. */
   optInMaxAgeMs?: number;
+  /**
+   * The in-page badge: pages that get the comment also get one external
+   * `<script src="<basePath>/badge.js?v=…" defer>` (with the app's CSP nonce), a corner button
+   * with the page's time that opens its tree and lists the page's later `fetch`/XHR profiles.
+   * Default true when `results` is on; `false` turns it off; or `{ position, nonce }`.
+   */
+  badge?: boolean | BadgeOptions<Req>;
 }
 
 /** @internal */

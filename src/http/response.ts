@@ -3,6 +3,7 @@ import { debug, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import { Profile } from '../core/profile.js';
 import type { ProfileJSON } from '../core/types.js';
+import { badgeTag } from './badge.js';
 import type { Linked } from '../core/linked.js';
 import { monotonic } from '../core/clock.js';
 import { renderServerTiming } from '../render/server-timing.js';
@@ -76,7 +77,8 @@ export class ProfiledResponse implements Expiring {
     try {
       this.profile.stopRoot();
       this.frozen = this.profile.freeze();
-      if (!this.cfg.htmlComment) return null;
+      const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
+      if (!this.cfg.htmlComment && badge === null) return null;
       let mode = injectable(h, status, this.method, body);
       if (mode === null) return null;
       const declared = h.getHeader('content-length');
@@ -91,16 +93,19 @@ export class ProfiledResponse implements Expiring {
         }
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
-      return this.comment(body as Body, mode);
+      // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
+      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, h, this.cfg.core.onInternalError);
+      return this.comment(body as Body, mode, tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
       return null;
     }
   }
 
-  /** Where the comment goes into the body: `mode` says whether it must be pure ASCII. */
-  private comment(body: Body, mode: 'utf8' | 'ascii'): Body {
-    return splice(body, renderHtmlComment(this.frozen!, { ascii: mode === 'ascii' }));
+  /** The comment and the badge's tag into the body: `mode` says whether they must be pure ASCII. */
+  private comment(body: Body, mode: 'utf8' | 'ascii', tag: string): Body | null {
+    const comment = this.cfg.htmlComment ? renderHtmlComment(this.frozen!, { ascii: mode === 'ascii' }) : '';
+    return comment === '' && tag === '' ? null : splice(body, comment + tag);
   }
 
   /** As the head goes out with `status`: cache safety, the id and link, and `Server-Timing`. */
@@ -124,7 +129,10 @@ export class ProfiledResponse implements Expiring {
 
   /** The `Server-Timing` value, from the same JSON as the comment when a whole body was seen. */
   private serverTimingValue(maxBytes: number): string {
-    return renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes });
+    // With the badge, the profile's id too: the page finds the profile of each of its fetch calls
+    // in PerformanceResourceTiming.serverTiming, without patching fetch.
+    const id = this.owner !== undefined && this.cfg.results !== null && this.cfg.results.badge !== null;
+    return renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes, id });
   }
 
   /**

@@ -8,11 +8,17 @@ import { keep, MAX_KEPT_NAME } from './kept.js';
 export interface ServerTimingOptions {
   /** The value is cut at metric boundaries to fit; `total` is always kept. Default 2048. */
   maxBytes?: number;
+  /**
+   * Add `miniprof;desc="<profile id>"` before `total` (kept whatever is cut, like `total`), so a
+   * page can find the profile of each of its requests in `PerformanceResourceTiming.serverTiming`.
+   * Default false; the HTTP adapters set it when results are on.
+   */
+  id?: boolean;
 }
 
 export const DEFAULT_MAX_BYTES = 2048;
-/** Room for `more;desc="N more"` and `total;dur=…` whatever is cut. */
-export const MIN_MAX_BYTES = 64;
+/** Room for `more;desc="N more"`, `miniprof;desc="<uuid>"` and `total;dur=…` whatever is cut. */
+export const MIN_MAX_BYTES = 128;
 const MAX_TOKEN = 32;
 const MAX_DESC = 96;
 
@@ -20,7 +26,8 @@ const MAX_DESC = 96;
  * One `Server-Timing` header value: a metric per top-level step (its `desc` says when it blocked
  * the event loop), one per custom-timing category (`dur` its wall time, the union of its
  * timings' intervals, so never more than `total`; the count, summed time and duplicates in `desc`,
- * never a command), `event-loop` when the loop stalled past `blockingMs`, then `total`. Always printable ASCII (0x20–0x7E): names are
+ * never a command), `event-loop` when the loop stalled past `blockingMs`, `miniprof` (the
+ * profile's id) with `id`, then `total`. Always printable ASCII (0x20–0x7E): names are
  * reduced to tokens, and `desc` is a quoted string with `\` and `"` escaped and anything outside
  * ASCII percent-encoded as UTF-8, so Node can never reject it. Metrics that do not fit `maxBytes`
  * are dropped from the end and counted in a `more` metric.
@@ -36,7 +43,7 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
     throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
-  const total = `total;dur=${ms1(p.durationMs)}`;
+  const total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
   // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
   // metric, so it could drop a last short one that fits. The metrics are then joined as they are
   // made; a value that does not fit makes them again, as a list to cut.
@@ -132,7 +139,10 @@ function metric(name: string, durationMs: number, desc: string): string {
   return desc === tok ? m : `${m};desc="${quoted(desc)}"`;
 }
 
-/** The metrics cut at metric boundaries to fit `max` with `total`, those dropped counted in `more`. */
+/**
+ * The metrics cut at metric boundaries to fit `max` with `total` (which may start with the id
+ * metric: both are kept), those dropped counted in `more`.
+ */
 function fit(metrics: string[], total: string, max: number): string {
   let out = '';
   let i = 0;
@@ -153,7 +163,7 @@ function more(n: number): string {
 
 /**
  * A metric name is an RFC 9110 token: each run of other characters becomes one `_`, then the
- * first 32 characters without `_` at either end. `total`, `more` and `event-loop` are ours.
+ * first 32 characters without `_` at either end. `total`, `more`, `event-loop` and `miniprof` are ours.
  */
 export function token(name: string): string {
   const n = name.length;
@@ -190,7 +200,7 @@ function tokenOf(name: string, i: number): string {
 }
 
 function reserved(t: string): string {
-  return t === 'total' || t === 'more' || t === 'event-loop' ? `${t}_` : t;
+  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' ? `${t}_` : t;
 }
 
 /** RFC 9110 tchar. */

@@ -1,5 +1,6 @@
 import { codedError, describe } from '../core/errors.js';
 import { fnOption, intOption, invalid } from '../core/options.js';
+import { resolveBadge, type BadgeConfig } from '../http/badge.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
 
@@ -40,21 +41,24 @@ export interface ResultsConfig {
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
+  /** null: no badge, and `badge.js` is not served. */
+  badge: BadgeConfig | null;
 }
 
-export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
+export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs', 'badge'] as const;
 
 const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner', 'keepNotFound'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
 const MIN_SECRET_BYTES = 32;
 
-/** Resolve `results`, `secret` and `optInMaxAgeMs` once, at setup. */
+/** Resolve `results`, `secret`, `optInMaxAgeMs` and `badge` once, at setup. */
 export function resolveResults(o: Record<string, unknown>): ResultsConfig | null {
   const r = o.results;
   const secret = secretOption(o.secret);
   const optInMaxAgeMs = intOption(o, 'optInMaxAgeMs', 8 * 3_600_000, 60_000, 366 * 24 * 3_600_000);
   if (r === false) {
     if (secret !== null) throw invalid('secret', 'unset when results is false (the opt-in route lives under the results path)', '[secret]');
+    resolveBadge(o.badge, null);
     return null;
   }
   if (r !== undefined && r !== true && (r === null || typeof r !== 'object' || Array.isArray(r))) {
@@ -86,6 +90,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     keepNotFound,
     secret,
     optInMaxAgeMs,
+    badge: resolveBadge(o.badge, basePath),
   };
 }
 

@@ -3,6 +3,7 @@ import type { HttpConfig } from '../http/config.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
+import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID } from './store.js';
 import { withTimeout } from './timeout.js';
@@ -119,6 +120,7 @@ export async function serveResults(
       return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
+    if (rest === BADGE_PATH && r.badge !== null) return { status: 200, headers: { ...BADGE_HEADERS }, body: BADGE_JS };
     if (r.secret !== null && rest === '/opt-in') {
       if (dev.optIn !== null) return reply(303, HTML, '', { Location: `${base}/` });
       const { value } = signOptIn(r.secret, Date.now(), r.optInMaxAgeMs);
