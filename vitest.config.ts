@@ -1,11 +1,42 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Test files that start a Debian service (test/helpers/services.ts: redis-server, PostgreSQL,
+ * nginx, Chromium). `npm test` installs the services first (scripts/services.mjs) and runs them;
+ * `npm run test:quick` leaves them out. A new file that starts a service goes here: the
+ * `test:quick` project would otherwise fail on a machine without it (test/services.test.ts checks
+ * that every file importing a service helper is listed).
+ */
+export const SERVICE_TESTS = [
+  'test/browser.test.ts',
+  'test/insert.test.ts',
+  'test/instrument.test.ts',
+  'test/instrument-pg-real.test.ts',
+  'test/nginx.test.ts',
+  'test/optin.test.ts',
+  'test/otel-pairs.test.ts',
+  'test/otel-real.test.ts',
+  'test/otel-spans-only.test.ts',
+  'test/proxy.test.ts',
+  'test/redis-store.test.ts',
+  'test/results-hostile.test.ts',
+];
+
+/** Test files that load the built dist/, which `npm test` builds first and `test:quick` does not. */
+export const BUILD_TESTS = ['test/dist.test.ts', 'test/heap.test.ts', 'test/soak.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Real sockets and one process-wide AsyncLocalStorage per file: forks keep files apart.
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // `vitest run` runs both projects (the whole suite); `vitest run --project quick` only the
+    // files that need nothing but Node and the sources. (`include` is set per project only: a
+    // project's arrays are appended to the root's.)
+    projects: [
+      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SERVICE_TESTS, ...BUILD_TESTS] } },
+      { extends: true, test: { name: 'services+build', include: [...SERVICE_TESTS, ...BUILD_TESTS] } },
+    ],
   },
 });

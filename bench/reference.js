@@ -41,39 +41,6 @@ export function referenceStep(als) {
   };
 }
 
-/**
- * The floor of any step timed with this clock, with no tree: `als.run` into `store` and two clock
- * reads (as Profile.nowUs reads and rounds them), and for an async fn one `then` with two closures
- * to read the second. What the budget's step items can be set against (bench/RESULTS.md Run 23);
- * bench/micro and bench/instructions/steps.js both measure these.
- */
-export function floorSteps(als, store) {
-  const t0 = performance.now();
-  const nowUs = () => Math.floor((performance.now() - t0) * 1000 + 0.5);
-  const last = { startUs: 0, durationUs: -1, flags: 0 };
-  return {
-    sync(fn) {
-      last.startUs = nowUs();
-      const r = als.run(store, fn);
-      last.durationUs = nowUs() - last.startUs;
-      return r;
-    },
-    async(fn) {
-      const t = { startUs: nowUs(), durationUs: -1, flags: 0 };
-      return als.run(store, fn).then(
-        (v) => {
-          t.durationUs = nowUs() - t.startUs;
-          return v;
-        },
-        (err) => {
-          t.flags = 1;
-          throw err;
-        },
-      );
-    },
-  };
-}
-
 // The outputs as the reference renders them: string building, toFixed, a regex per name.
 function walk(node, depth, rows) {
   for (const c of node.children ?? []) {
@@ -146,8 +113,8 @@ export const referenceAls = new AsyncLocalStorage();
 
 /**
  * Install the reference on a bench app (bench/http/page.js's servePage), and its step for the
- * page. Without `outputs` it profiles every request and renders nothing (to split its cost the
- * way bench/http/decompose.js splits miniprof's).
+ * page. Without `outputs` it profiles every request and renders nothing (to split its cost into
+ * layers as bench/http/layers.sh splits miniprof's).
  */
 export async function installReference(framework, app, outputs = true) {
   if (framework === 'express') app.use(referenceExpress(referenceAls, outputs));

@@ -1,6 +1,6 @@
-// `node scripts/bundle.mjs [dir]` (run by `npm run build`, after tsc): the package's three entries,
-// `<dir>/bundle/index.js`, `express.js` and `fastify.js`, each one ES module with the code the
-// three share in `<dir>/bundle/chunks/`, made from tsc's per-module output in `<dir>` (default
+// `node scripts/bundle.mjs [dir]` (run by `npm run build`, after tsc): the package's entries,
+// `<dir>/bundle/index.js`, `express.js`, `fastify.js` and `otel.js`, each one ES module with the
+// code they share in `<dir>/bundle/chunks/`, made from tsc's per-module output in `<dir>` (default
 // `dist`). Give it a copy of dist/ to bundle that copy (bench/http's MINIPROF_BENCH_DIST).
 //
 // Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request it
@@ -15,7 +15,7 @@ import { build } from 'esbuild';
 import { resolve } from 'node:path';
 
 const dir = resolve(process.argv[2] ?? 'dist');
-const entries = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js' };
+const entries = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js', otel: 'adapters/otel.js' };
 
 await build({
   entryPoints: Object.entries(entries).map(([out, input]) => ({ out, in: `${dir}/${input}` })),
@@ -27,7 +27,8 @@ await build({
   platform: 'node',
   // The oldest Node the package supports: no syntax is lowered for it.
   target: 'node20',
-  // fastify-plugin and node: builtins stay imports, resolved from the app as before.
+  // fastify-plugin, @opentelemetry/api (otel.js only: an optional peer) and node: builtins stay
+  // imports, resolved from the app as before.
   packages: 'external',
   // tsc's maps are read and chained, so a stack trace maps back to src/*.ts.
   sourcemap: 'linked',

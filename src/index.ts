@@ -5,7 +5,7 @@ export { renderText, renderHtmlComment, type TextOptions } from './render/text.j
 export { renderServerTiming, type ServerTimingOptions } from './render/server-timing.js';
 export type { Timing } from './core/timing.js';
 export type { Profile } from './core/profile.js';
-export type { ProfileJSON, TimingJSON, CustomTimingJSON, RequestInfo, CategorySummaryJSON, SimilarGroupJSON } from './core/types.js';
+export type { ProfileJSON, TimingJSON, CustomTimingJSON, RequestInfo, CategorySummaryJSON, SimilarGroupJSON, FanOutJSON } from './core/types.js';
 export type { CoreOptions } from './core/options.js';
 export type { Clock, WallClock } from './core/clock.js';
 export type { MiniprofTypeError, MiniprofErrorCode } from './core/errors.js';

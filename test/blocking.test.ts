@@ -1,5 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
-import { renderServerTiming, renderText, step, withProfile } from '../src/index.js';
+import { currentProfile, renderServerTiming, renderText, step, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { attributeStalls } from '../src/analysis/blocking.js';
 import { loopSampling } from '../src/analysis/loop.js';
 import { als, openProfiles } from '../src/core/context.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
@@ -234,5 +235,155 @@ describe('event-loop delay while a profile is open (real time)', () => {
       fixed(c),
     );
     expect(profile.toJSON().eventLoopDelayMs).toBeUndefined();
+  });
+});
+
+describe('blocking anywhere in a step: stalls after an await, attributed at seal (real timers)', () => {
+  function spin(ms: number): void {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  }
+  const byName = (t: TimingJSON, name: string): TimingJSON => {
+    const stack = [t];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.name === name) return n;
+      stack.push(...n.children);
+    }
+    throw new Error(`no step ${name}`);
+  };
+
+  test('`await setTimeout(5); busyWait(60)` inside a step: flagged, with the loop held for at least 50 ms', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await step('crunch', async () => {
+        await sleep(5);
+        spin(60);
+      });
+      await sleep(15);
+    });
+    const json = profile.toJSON();
+    const crunch = byName(json.root, 'crunch');
+    expect(crunch.blocking).toBe(true);
+    // The monitor's tick was due at most 10 ms after the work began (its resolution), and a stall
+    // is counted from the due time: at least 60 - 10 ms. One ms of slack for libuv's ms-rounded timers.
+    expect(crunch.heldMs).toBeGreaterThanOrEqual(49);
+    expect(crunch.heldMs).toBeLessThanOrEqual(crunch.durationMs);
+    expect(crunch.blockingAmbiguous).toBeUndefined();
+    // The root itself is not a step: its line is not flagged, and the delay line stays.
+    expect(json.root.blocking).toBeUndefined();
+    expect(json.eventLoopDelayMs).toBeGreaterThanOrEqual(49);
+    const text = renderText(profile);
+    expect(text).toContain(`> crunch = ${crunch.durationMs.toFixed(1)}ms (blocking: ${crunch.syncMs!.toFixed(1)}ms sync + ${crunch.heldMs!.toFixed(1)}ms held)\n`);
+    expect(text).toContain('! event loop delayed up to ');
+  });
+
+  test('the innermost step open during the stall is named, not its parents; a step that ended before it is not', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await step('page', async () => {
+        await step('query', () => sleep(5));
+        await step('render', async () => {
+          await sleep(5);
+          spin(50);
+        });
+        await sleep(15);
+      });
+    });
+    const root = profile.toJSON().root;
+    expect(['page', 'query', 'render'].map((n) => byName(root, n).blocking === true)).toEqual([false, false, true]);
+    expect(byName(root, 'render').heldMs).toBeGreaterThanOrEqual(39);
+  });
+
+  test('work after an await in the parent itself (after its child ended) is the parent\'s', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await step('page', async () => {
+        await step('query', () => sleep(5));
+        spin(50);
+        await sleep(15);
+      });
+    });
+    const root = profile.toJSON().root;
+    expect(byName(root, 'page').blocking).toBe(true);
+    expect(byName(root, 'page').heldMs).toBeGreaterThanOrEqual(39);
+    expect(byName(root, 'query').blocking).toBeUndefined();
+  });
+
+  test('a synchronous step inside the stall keeps its own flag; its parent is not flagged for the same work', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await step('page', async () => {
+        await sleep(5);
+        step('hash', () => spin(50));
+        await sleep(15);
+      });
+    });
+    const root = profile.toJSON().root;
+    expect(byName(root, 'hash')).toMatchObject({ blocking: true });
+    expect(byName(root, 'hash').heldMs).toBeUndefined();
+    expect(byName(root, 'page').blocking).toBeUndefined();
+  });
+
+  test('two branches of a Promise.all open during the stall: both named, and marked ambiguous', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await Promise.all([
+        step('a', async () => {
+          await sleep(5);
+          spin(50);
+        }),
+        step('b', () => sleep(80)),
+      ]);
+    });
+    const root = profile.toJSON().root;
+    for (const name of ['a', 'b']) {
+      expect(byName(root, name)).toMatchObject({ blocking: true, blockingAmbiguous: true });
+      expect(byName(root, name).heldMs).toBeGreaterThanOrEqual(39);
+    }
+    const b = byName(root, 'b');
+    expect(renderText(profile)).toContain(`> b = ${b.durationMs.toFixed(1)}ms (ambiguous blocking: ${b.syncMs!.toFixed(1)}ms sync + ${b.heldMs!.toFixed(1)}ms held)\n`);
+  });
+
+  test('a stall just before the outputs are rendered is in them (no tick needed)', async () => {
+    let frozen: ProfileJSON | undefined;
+    await withProfile('job', async () => {
+      await step('crunch', async () => {
+        await sleep(5);
+        spin(50);
+      });
+      frozen = currentProfile()!.freeze();
+    });
+    expect(byName(frozen!.root, 'crunch').heldMs).toBeGreaterThanOrEqual(39);
+  });
+});
+
+describe('stall attribution, exact (attributeStalls on given JSON)', () => {
+  const node = (name: string, startMs: number, durationMs: number, children: TimingJSON[] = [], extra: Partial<TimingJSON> = {}): TimingJSON => ({
+    name,
+    startMs,
+    durationMs,
+    children,
+    ...extra,
+  });
+
+  test('split along the tree, less each step\'s synchronous start; the root\'s own part is nobody\'s', () => {
+    // One stall over [10, 90] ms.
+    const root = node('GET /', 0, 100, [
+      node('page', 0, 95, [node('query', 2, 8), node('render', 40, 50, [node('partial', 60, 5, [], { blocking: true })], { syncMs: 1 })], { syncMs: 2 }),
+    ]);
+    attributeStalls(root, [10_000, 90_000, 0], 20);
+    const page = root.children[0]!;
+    const render = page.children[1]!;
+    // page: [10, 40] is its own (query ended at 10): 30 ms.
+    expect([page.blocking, page.heldMs, page.blockingAmbiguous]).toEqual([true, 30, undefined]);
+    // render: [40, 90] less its sync start [40, 41] and the synchronous partial [60, 65]: 44 ms.
+    expect([render.blocking, render.heldMs]).toEqual([true, 44]);
+    expect(render.children[0]!.heldMs).toBeUndefined();
+    expect(page.children[0]!.blocking).toBeUndefined();
+    expect(root.blocking).toBeUndefined();
+  });
+
+  test('below blockingMs nothing is flagged; two stalls add up; another profile open makes it ambiguous', () => {
+    const root = node('job', 0, 200, [node('s', 0, 200)]);
+    attributeStalls(root, [0, 15_000, 0], 20);
+    expect(root.children[0]!.blocking).toBeUndefined();
+    attributeStalls(root, [20_000, 45_000, 0, 100_000, 130_000, 1], 20);
+    expect(root.children[0]).toMatchObject({ blocking: true, heldMs: 55, blockingAmbiguous: true });
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { renderServerTiming, renderText, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
-import { fakeClock, fixed, type FakeClock } from './helpers/clock.js';
+import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
 
 // Count calls into the normaliser, to prove the grouping runs at seal and not per timing().
 const calls = vi.hoisted(() => ({ shape: 0, redact: 0 }));
@@ -60,8 +60,8 @@ describe('duplicates and similar commands', () => {
       { category: 'http', command: 'GET http://127.0.0.1:9000/avatars?ids=?&key=?', startMs: 9, durationMs: 3.5 },
     ]);
     expect(json.customSummary).toEqual([
-      { category: 'http', count: 1, durationMs: 3.5, duplicate: 0, similar: 0 },
-      { category: 'sql', count: 4, durationMs: 5, duplicate: 2, similar: 3 },
+      { category: 'http', count: 1, durationMs: 3.5, wallMs: 3.5, duplicate: 0, similar: 0 },
+      { category: 'sql', count: 4, durationMs: 5, wallMs: 5, duplicate: 2, similar: 3 },
     ]);
     expect(json.similar).toEqual([{ id: 1, category: 'sql', command: 'select * from users where id = ?', count: 3, durationMs: 3 }]);
   });
@@ -78,8 +78,8 @@ describe('duplicates and similar commands', () => {
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
-        '[http] 1 x 3.5ms',
-        '[sql] 4 x 5.0ms, 3 similar, 2 duplicate',
+        '[http] 1 x 3.5ms summed, 3.5ms wall',
+        '[sql] 4 x 5.0ms summed, 5.0ms wall, 3 similar, 2 duplicate',
         '#1 [sql] 3 x 3.0ms similar: select * from users where id = ?',
         '',
       ].join('\n'),
@@ -89,8 +89,39 @@ describe('duplicates and similar commands', () => {
   test('Server-Timing: one metric per category, with the count and never a command', async () => {
     const { profile } = await nPlusOne(fakeClock(), { redact: false });
     expect(renderServerTiming(profile)).toBe(
-      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1)", sql;dur=5.0;desc="sql (4)", total;dur=13.0',
+      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed) 2 duplicate", total;dur=13.0',
     );
+  });
+
+  test('wall time against summed time: parallel calls are counted once in dur, each in the summed time', async () => {
+    const c = fakeClock();
+    const { profile } = await withProfile(
+      'GET /feed',
+      async () => {
+        // Four fetches of 40, 50, 60 and 70 ms started together, then one more later.
+        const gates = [40, 50, 60, 70].map((d) => ({ d, g: deferred() }));
+        const all = Promise.all(gates.map(({ d, g }) => timing('http', `GET http://api/${d}`, () => g.promise)));
+        for (const { d, g } of gates) {
+          c.t = d;
+          g.resolve();
+          await sleep(0);
+        }
+        await all;
+        await timing('http', 'GET http://api/last', async () => {
+          c.t = 90;
+        });
+        c.t = 100;
+      },
+      fixed(c),
+    );
+    const json = profile.toJSON();
+    expect(json.customSummary).toEqual([{ category: 'http', count: 5, durationMs: 240, wallMs: 90, duplicate: 0, similar: 4 }]);
+    expect(renderServerTiming(profile)).toBe('http;dur=90.0;desc="http (5 x 240.0ms summed)", total;dur=100.0');
+    expect(renderText(profile)).toContain('\n[http] 5 x 240.0ms summed, 90.0ms wall, 4 similar\n');
+    // JSON stored by an earlier version has no wallMs: the renderers work it out from the tree.
+    for (const s of json.customSummary!) delete (s as { wallMs?: number }).wallMs;
+    expect(renderServerTiming(json)).toBe('http;dur=90.0;desc="http (5 x 240.0ms summed)", total;dur=100.0');
+    expect(renderText(json)).toContain('\n[http] 5 x 240.0ms summed, 90.0ms wall, 4 similar\n');
   });
 
   test('redact: false shows commands as given; duplicates then depend on the values', async () => {

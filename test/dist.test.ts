@@ -1,7 +1,7 @@
 /**
  * The artifact as users get it: `dist/` built by `npm run build` (which `npm test` runs first),
  * loaded by NAME from a directory outside the repo, by plain `node` (the Node running this suite:
- * 20 under `npm test`, 22 and 24 in `.ci/run`). Nothing here imports the sources.
+ * 20 under `npm test`, 22, 24 and 26 in `.ci/run`). Nothing here imports the sources.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -11,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
 // What the package's exports point at: the bundles scripts/bundle.mjs makes of tsc's modules.
-const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js'];
+const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js', 'dist/bundle/otel.js'];
 
 /** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
 const EXPORTS: Record<string, string[]> = {
   miniprof: ['currentProfile', 'instrument', 'instrumentPg', 'memoryStore', 'redisStore', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
   'miniprof/express': ['default', 'miniprof'],
   'miniprof/fastify': ['default', 'miniprof'],
+  'miniprof/otel': ['MiniprofSpanProcessor', 'exportProfile'],
 };
 
 let dir = '';
@@ -108,9 +109,9 @@ console.log(JSON.stringify(out));`,
     });
   });
 
-  test('the entries are bundles: their imports are node: builtins, fastify-plugin and their own shared chunks, never tsc\'s modules', () => {
-    // With tsc's 38 modules loaded, a Fastify server on Node 20 spent 2-3% more CPU on every request
-    // it did not profile (bench/RESULTS.md Run 30). An entry that imports ../src/… brings them back.
+  test('the entries are bundles: their imports are node: builtins, the runtime dependencies and their own shared chunks, never tsc\'s modules', () => {
+    // The package ships the bundles only (scripts/bundle.mjs says why); an entry that imports
+    // ../src/… would need tsc's modules, which are not published.
     const bundle = join(ROOT, 'dist', 'bundle');
     const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     const imports = new Set<string>();
@@ -121,20 +122,24 @@ console.log(JSON.stringify(out));`,
       }
     }
     expect([...imports].sort()).toEqual([
+      '@opentelemetry/api',
       'chunk -> ./chunk-*.js',
       'entry -> ./chunks/chunk-*.js',
       'fastify-plugin',
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
-      'node:http',
       // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
       'node:module',
       'node:os',
       'node:perf_hooks',
       'node:util',
+      'on-headers',
     ]);
-    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js']);
+    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js', 'otel.js']);
+    // OpenTelemetry is imported by the otel entry alone, never by the chunks the others load.
+    const otelImporters = files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes('"@opentelemetry/api"'));
+    expect(otelImporters).toEqual(['otel.js']);
   });
 
   test('npm publishes the bundles and the type declarations, not tsc\'s modules', () => {
@@ -145,12 +150,88 @@ console.log(JSON.stringify(out));`,
     expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
     expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual(ENTRY_FILES.slice().sort());
     // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
-    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/src/http/config.d.ts', 'dist/src/core/profile.d.ts']) {
+    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/core/profile.d.ts']) {
       expect(paths).toContain(d);
     }
   });
 
-  test('internals are not reachable: only the three entries and package.json are exported', () => {
+  test('miniprof, miniprof/express and miniprof/fastify load no OpenTelemetry module; miniprof/otel loads @opentelemetry/api (a resolve hook lists every URL)', async () => {
+    write(
+      'list-hook.mjs',
+      `let port;
+export function initialize(data) { port = data.port; }
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  port.postMessage(r.url);
+  return r;
+}`,
+    );
+    write(
+      'list.mjs',
+      `import { register } from 'node:module';
+import { MessageChannel } from 'node:worker_threads';
+const { port1, port2 } = new MessageChannel();
+const urls = [];
+port1.on('message', (u) => urls.push(u));
+register('./list-hook.mjs', import.meta.url, { data: { port: port2 }, transferList: [port2] });
+const settle = () => new Promise((r) => setTimeout(r, 200));
+const otel = (list) => list.filter((u) => u.includes('@opentelemetry')).map((u) => u.slice(u.lastIndexOf('node_modules/') + 13));
+const out = {};
+await import('miniprof');
+await import('miniprof/express');
+await import('miniprof/fastify');
+await settle();
+out.others = { urls: urls.filter((u) => u.includes('/dist/bundle/')).length > 0, otel: otel(urls) };
+await import('miniprof/otel');
+await settle();
+out.withOtel = otel(urls);
+port1.close();
+console.log(JSON.stringify(out));`,
+    );
+    const out = JSON.parse(ok(join(dir, 'list.mjs')));
+    expect(out.others).toEqual({ urls: true, otel: [] });
+    // The package's entry file (its CommonJS build on Node 20), and no other OpenTelemetry package.
+    expect(out.withOtel.map((u: string) => u.split('/').slice(0, 2).join('/'))).toEqual(['@opentelemetry/api']);
+  });
+
+  test('miniprof/otel from plain node, by import and by require: a span started in a profile joins it', () => {
+    const body = (load: string) => `${load}
+const { NodeTracerProvider } = sdk;
+const provider = new NodeTracerProvider({ spanProcessors: [new otel.MiniprofSpanProcessor()] });
+provider.register();
+const tracer = api.trace.getTracer('consumer');
+const run = async () => {
+  const { profile } = await tracer.startActiveSpan('request', async (s) => {
+    const r = await core.withProfile('job', async () => {
+      tracer.startSpan('q', { kind: api.SpanKind.CLIENT, attributes: { 'db.system.name': 'postgresql', 'db.query.text': 'select 1' } }).end();
+    });
+    s.end();
+    return r;
+  });
+  const json = profile.toJSON();
+  console.log(JSON.stringify({ traceId: /^[0-9a-f]{32}$/.test(json.traceId), custom: json.root.custom.map((c) => [c.category, c.command, c.traced]), exported: otel.exportProfile(profile) }));
+};`;
+    const expected = { traceId: true, custom: [['sql', 'select ?', true]], exported: 0 };
+    for (const dep of ['@opentelemetry/api', '@opentelemetry/sdk-trace-node']) {
+      const to = join(dir, 'node_modules', dep);
+      if (!existsSync(to)) {
+        mkdirSync(join(dir, 'node_modules', '@opentelemetry'), { recursive: true });
+        symlinkSync(join(ROOT, 'node_modules', dep), to, 'dir');
+      }
+    }
+    const esm = write('otel.mjs', body(`import * as otel from 'miniprof/otel';
+import * as core from 'miniprof';
+import * as api from '@opentelemetry/api';
+import * as sdk from '@opentelemetry/sdk-trace-node';`) + '\nawait run();');
+    expect(JSON.parse(ok(esm))).toEqual(expected);
+    const cjs = write('otel.cjs', body(`const otel = require('miniprof/otel');
+const core = require('miniprof');
+const api = require('@opentelemetry/api');
+const sdk = require('@opentelemetry/sdk-trace-node');`) + '\nrun();');
+    expect(JSON.parse(ok(cjs))).toEqual(expected);
+  });
+
+  test('internals are not reachable: only the entries and package.json are exported', () => {
     const file = write(
       'private.mjs',
       `const out = [];
@@ -160,30 +241,6 @@ for (const id of ['miniprof/dist/src/core/context.js', 'miniprof/src/index.ts', 
 console.log(JSON.stringify(out));`,
     );
     expect(JSON.parse(ok(file))).toEqual(Array(3).fill('ERR_PACKAGE_PATH_NOT_EXPORTED'));
-  });
-
-  test('the build sets class fields in constructors: no class body defines its fields first (bench/RESULTS.md Run 23)', () => {
-    // With [[Define]] semantics every `new TimingNode` defined nine fields as undefined before its
-    // constructor set them: 8-10% more instructions per sync step. tsconfig's useDefineForClassFields
-    // keeps them out; this fails if a change of target or option brings them back.
-    const fields: string[] = [];
-    let classes = 0;
-    for (const sub of ['src', 'adapters']) {
-      for (const f of readdirSync(join(ROOT, 'dist', sub), { recursive: true, encoding: 'utf8' })) {
-        if (!f.endsWith('.js')) continue;
-        let inClass = '';
-        for (const line of readFileSync(join(ROOT, 'dist', sub, f), 'utf8').split('\n')) {
-          const open = /^(?:export )?class (\w+)/.exec(line);
-          if (open !== null) {
-            inClass = open[1]!;
-            classes++;
-          } else if (line.startsWith('}')) inClass = '';
-          else if (inClass !== '' && /^ {4}(?:static )?[#\w$]+(?: = .*)?;$/.test(line)) fields.push(`${f} ${inClass}: ${line.trim()}`);
-        }
-      }
-    }
-    expect(classes).toBeGreaterThanOrEqual(7);
-    expect(fields).toEqual([]);
   });
 
   test('import and require share one module instance: a step recorded via require lands in a profile opened via import', () => {
@@ -320,7 +377,10 @@ void (() => expressMiniprof({ maxSteps: 'many' }));
 const expressOptions: MiniprofOptions<IncomingMessage> = {
   ...fixed,
   isDeveloper: (req) => req.headers['x-dev'] === '1',
+  badge: { position: 'top-left', nonce: (req) => (req.headers['x-nonce'] as string | undefined) },
 };
+// @ts-expect-error the badge's corners are typed
+void (() => expressMiniprof({ badge: { position: 'middle' } }));
 const app = express();
 app.use(expressMiniprof(expressOptions));
 app.get('/', (_req, res) => {
@@ -333,13 +393,15 @@ app.get('/', (_req, res) => {
 const server = app.listen(0, '127.0.0.1');
 await new Promise((r) => server.once('listening', r));
 const { port } = server.address() as AddressInfo;
-const res = await fetch(\`http://127.0.0.1:\${port}/\`, { headers: { 'x-dev': '1' } });
-console.log(res.headers.get('server-timing'));
-console.log(await res.text());
+const res = await fetch(\`http://127.0.0.1:\${port}/\`, { headers: { 'x-dev': '1', 'x-nonce': 'bm9uY2U=' } });
+// The id is random: shown as ID, once checked to be the same in the header, the tag and X-Miniprof-Id.
+const id = res.headers.get('x-miniprof-id')!;
+console.log(res.headers.get('server-timing')!.replace(id, 'ID'));
+console.log((await res.text()).replace(id, 'ID').replace(/badge\\.js\\?v=[\\w-]+/, 'badge.js?v=V'));
 server.close();
 
 const fastify = Fastify();
-await fastify.register(fastifyMiniprof, { ...fixed, isDeveloper: (req) => req.headers['x-dev'] === '1' });
+await fastify.register(fastifyMiniprof, { ...fixed, badge: false, isDeveloper: (req) => req.headers['x-dev'] === '1' });
 fastify.get('/', async (_req, reply) => {
   await step('handler', async () => {
     t += 5;
@@ -371,15 +433,15 @@ await fastify.close();
         '> async = 3.0ms',
         // Literals in commands are masked by default (redact), and categories are summed below the tree.
         '>> [sql] select ? = 3.0ms',
-        '[sql] 1 x 3.0ms',
-        'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1)", total;dur=6.5',
-        'page;dur=4.0, total;dur=4.0',
+        '[sql] 1 x 3.0ms summed, 3.0ms wall',
+        'x;dur=3.5, async;dur=3.0, sql;dur=3.0;desc="sql (1 x 3.0ms summed)", total;dur=6.5',
+        'page;dur=4.0, miniprof;desc="ID", total;dur=4.0',
         '<html><body>hi<!--',
         'ci at 2026-11-29T12:00:00.000Z',
         'Path: GET /',
         ' GET / = 4.0ms',
         '> page = 4.0ms',
-        '--></body></html>',
+        '--><script src="/_miniprof/badge.js?v=V" data-position="top-left" defer data-id="ID" nonce="bm9uY2U="></script></body></html>',
         'handler;dur=5.0, total;dur=5.0',
         '<body>ok<!--',
         'ci at 2026-11-29T12:00:00.000Z',

@@ -75,4 +75,94 @@ describe('instrumentPg against a real PostgreSQL (Debian package) with pg 8', ()
       await client.end();
     }
   });
+
+  test('a transaction on a client from pool.connect(): begin, queries and commit are timed until release, and the pool lending that client to pool.query later times it once', async () => {
+    const { profile } = await withProfile('job', async () => {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        await client.query('create temp table t (id int) on commit drop');
+        await client.query('insert into t values ($1), ($2)', [1, 2]);
+        const r = await client.query<{ n: string }>('select count(*) as n from t');
+        expect(r.rows).toEqual([{ n: '2' }]);
+        await client.query('commit');
+      } finally {
+        client.release();
+      }
+      // Both clients of the pool (max 2) have now been handed out once at most; these reuse them.
+      await Promise.all([pool.query('select 1 as a'), pool.query('select 2 as b')]);
+    });
+    expect(sql(profile).map((c) => c.command)).toEqual([
+      'begin',
+      'create temp table t (id int) on commit drop',
+      'insert into t values ($1), ($2) /* params: ?, ? */',
+      'select count(*) as n from t',
+      'commit',
+      'select ? as a',
+      'select ? as b',
+    ]);
+  });
+
+  test('the callback form of pool.connect: queries timed until done(); a client checked out outside a profile is not', async () => {
+    const { profile } = await withProfile('job', async () => {
+      await new Promise<void>((resolve, reject) =>
+        pool.connect((err, client, done) => {
+          if (err || !client) return reject(err);
+          client.query('select 42 as answer', (qerr) => {
+            done();
+            if (qerr) reject(qerr);
+            else resolve();
+          });
+        }),
+      );
+      await pool.query('select 3 as c');
+    });
+    expect(sql(profile).map((c) => c.command)).toEqual(['select ? as answer', 'select ? as c']);
+    const outside = await pool.connect();
+    try {
+      const { profile: p2 } = await withProfile('job', () => outside.query('select 4 as d'));
+      expect(p2.toJSON().root.custom).toBeUndefined();
+    } finally {
+      outside.release();
+    }
+  });
+
+  test('serialized fan-out: 3 queries on one Client inside Promise.all ran one at a time', async () => {
+    const { profile } = await withProfile('job', async () => {
+      // Checked out inside the profile: its queries are timed until release.
+      const client = await pool.connect();
+      try {
+        await Promise.all([1, 2, 3].map((i) => client.query('select pg_sleep(0.03), $1::int as i', [i])));
+      } finally {
+        client.release();
+      }
+    });
+    const root = profile.toJSON().root;
+    // pg's Client sends the next query once the last one is answered.
+    expect(root.concurrency).toBeLessThan(1.6);
+    expect(root.serialized).toBe(true);
+    // Named by the group's shape, as in `similar` (lists of values become `(...)`).
+    expect(root.fanOut).toEqual({ name: 'select pg_sleep(...), $1::int as i /* params: ? */', count: 3, category: 'sql', similar: 1 });
+    expect(profile.toJSON().similar![0]!.command).toBe(root.fanOut!.name);
+    expect(renderText(profile).split('\n')[1]).toMatch(
+      /^ job = [\d.]+ms \(serialized: 3 × \[sql\] select pg_sleep\(\.\.\.\), \$1::int as i \/\* params: \? \*\/ ran one at a time\)$/,
+    );
+  });
+
+  test('pool.query through a pool of 2: about 2 at once', async () => {
+    // Both connections open before the profile, so none of the calls includes a connect.
+    const a = await pool.connect();
+    const b = await pool.connect();
+    a.release();
+    b.release();
+    const five = () => Promise.all([1, 2, 3, 4, 5].map((i) => pool.query('select pg_sleep(0.05), $1::int as i', [i])));
+    // Once unprofiled: the first pg_sleep on a fresh connection can be slow on a busy machine.
+    await five();
+    const { profile } = await withProfile('job', five);
+    const root = profile.toJSON().root;
+    // Each call's timing includes its wait for one of the two clients.
+    expect(root.concurrency).toBeGreaterThanOrEqual(1.6);
+    expect(root.concurrency).toBeLessThanOrEqual(2.4);
+    expect(root.serialized).toBeUndefined();
+  });
 });

@@ -93,7 +93,7 @@ describe('HTTP: fetch (undici) and the http client, against a real server', () =
         `> [http] POST ${base}/missing = 7.0ms`,
         '> load avatar = 7.0ms',
         `>> [http] GET ${base}/users/?/avatar?size=?&token=? = 7.0ms`,
-        '[http] 2 x 14.0ms',
+        '[http] 2 x 14.0ms summed, 14.0ms wall',
         '',
       ].join('\n'),
     );
@@ -373,11 +373,11 @@ describe('through the adapters: the outgoing calls of a developer request show i
         ' GET /page = 7.0ms',
         `> [http] GET ${base}/users/??token=? = 7.0ms`,
         '> [redis] GET user:abc = 0.0ms',
-        '[http] 1 x 7.0ms',
-        '[redis] 1 x 0.0ms',
+        '[http] 1 x 7.0ms summed, 7.0ms wall',
+        '[redis] 1 x 0.0ms summed, 0.0ms wall',
         '-->',
       ].join('\n'),
-      serverTiming: 'http;dur=7.0;desc="http (1)", redis;dur=0.0;desc="redis (1)", total;dur=7.0',
+      serverTiming: 'http;dur=7.0;desc="http (1 x 7.0ms summed)", redis;dur=0.0;desc="redis (1 x 0.0ms summed)", total;dur=7.0',
     };
   }
 
@@ -386,7 +386,7 @@ describe('through the adapters: the outgoing calls of a developer request show i
     await client.connect();
     clock = fakeClock();
     const app = express();
-    app.use(expressMiniprof({ isDeveloper: () => true, ...fixed(clock) }));
+    app.use(expressMiniprof({ isDeveloper: () => true, badge: false, ...fixed(clock) }));
     app.get('/page', (_req, res, next) => {
       page('/users/42?token=s3cret', client).then((html) => res.type('html').send(html), next);
     });
@@ -408,7 +408,7 @@ describe('through the adapters: the outgoing calls of a developer request show i
     await client.connect();
     clock = fakeClock();
     const app = Fastify();
-    await app.register(fastifyMiniprof, { isDeveloper: () => true, ...fixed(clock) });
+    await app.register(fastifyMiniprof, { isDeveloper: () => true, badge: false, ...fixed(clock) });
     app.get('/page', async (_req, reply) => reply.type('text/html').send(await page('/users/42?token=s3cret', client)));
     const url = await app.listen({ port: 0, host: '127.0.0.1' });
     try {

@@ -215,6 +215,49 @@ describe('profileBytes', () => {
     );
   });
 
+  test('the analysis fields (concurrency, serialized, fanOut, heldMs, blockingAmbiguous): exact size, and within the bound', async () => {
+    const seen = { concurrency: 0, serialized: 0, heldMs: 0, blockingAmbiguous: 0 };
+    await fc.assert(
+      fc.asyncProperty(
+        text,
+        fc.array(fc.integer({ min: 1, max: 60_000 }), { minLength: 3, maxLength: 8 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 200_000 }), fc.boolean()), { maxLength: 6 }),
+        async (name, ends, stalls) => {
+          let now = 0;
+          const cfg = resolveCore({ clock: () => now, now: () => 1.7e12, blockingMs: 5 });
+          const profile = new Profile('job', cfg);
+          await runInProfile(profile, async () => {
+            const gates = ends.map(() => {
+              let open!: () => void;
+              return { promise: new Promise<void>((r) => (open = r)), open: () => open() };
+            });
+            // Same-named steps and similar custom timings, all started together, ending in turn.
+            const all = Promise.all([
+              ...gates.map((g) => step(name, () => g.promise)),
+              ...gates.map((g, i) => timing(name.slice(0, 8), `select ${name} where id = ${i}`, () => g.promise)),
+            ]);
+            for (const [i, e] of ends.map((e, i) => [i, e] as const).sort((x, y) => x[1] - y[1])) {
+              now = Math.max(now, e / 1000);
+              gates[i]!.open();
+              await new Promise((r) => setImmediate(r));
+            }
+            await all;
+          });
+          for (const [a, d, shared] of stalls) profile.addStall(a, a + d, shared);
+          closeProfile(profile);
+          const json = profile.data();
+          const size = Buffer.byteLength(JSON.stringify(json));
+          expect(profileBytes(json)).toBe(size);
+          expect(profile.jsonBound()).toBeGreaterThanOrEqual(size);
+          for (const t of [json.root, ...json.root.children]) for (const k of Object.keys(seen) as (keyof typeof seen)[]) if (t[k] !== undefined) seen[k]++;
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // The fields did occur.
+    for (const n of Object.values(seen)) expect(n).toBeGreaterThan(0);
+  });
+
   test('jsonBound: -1 until sealed, and for a request member the adapters would not write', async () => {
     const cfg = resolveCore({});
     const open = new Profile('GET /', cfg, { method: 'GET', path: '/' });

@@ -176,13 +176,14 @@ describe.each(ADAPTERS)('%s', (_name, make) => {
           else if (JSON.stringify(got.tree) !== JSON.stringify(expected(method, id))) {
             failures.push(`${id}: handler saw ${JSON.stringify(got.tree)}`);
           }
-          // Every metric but total is a top-level step of this request (`event-loop`, when the
-          // busy loop stalled, is miniprof's own and names no request).
+          // Every metric but the id (the badge's, on by default) and total is a top-level step of
+          // this request (`event-loop`, when the busy loop stalled, is miniprof's own and names no
+          // request).
           const metrics = r.serverTiming
             .split(', ')
             .map((m) => m.split(';')[0])
             .filter((m) => m !== 'event-loop');
-          const expectedMetrics = [`${id}_parse`, `${id}_outer`, 'total'];
+          const expectedMetrics = [`${id}_parse`, `${id}_outer`, 'miniprof', 'total'];
           if (JSON.stringify(metrics) !== JSON.stringify(expectedMetrics)) failures.push(`${id}: Server-Timing ${r.serverTiming}`);
         } catch (err) {
           failures.push(`${id}: ${String(err)}`);

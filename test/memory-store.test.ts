@@ -122,7 +122,7 @@ test('a profile saved by miniprof comes back whole, as a copy that shares nothin
   got.warnings.push('changed');
   got.root.children.pop();
   expect(JSON.stringify(await store.get('a', p.id))).toBe(text);
-  expect((await store.list('a', 1))[0]).toMatchObject({ id: p.id, steps: 1, custom: 2, flags: ['dropped', 'duplicates', 'n+1'] });
+  expect((await store.list('a', 1))[0]).toMatchObject({ id: p.id, steps: 1, custom: 2, flags: ['dropped', 'duplicate', 'n+1'] });
 });
 
 test('a store whose save was replaced (a spread with its own save) sees every save', async () => {

@@ -16,6 +16,7 @@ import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { memoryStore, redisStore, type ProfileStore } from '../src/index.js';
 import { signOptIn } from '../src/results/optin.js';
+import { chromiumPath } from './helpers/services.js';
 import { closeServers, raw, serve, type RawResponse } from './helpers/http.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
 
@@ -241,7 +242,7 @@ describe('F5 in Chromium', () => {
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'miniprof-chromium-'));
-    ctx = await chromium.launchPersistentContext(dir, { executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
+    ctx = await chromium.launchPersistentContext(dir, { executablePath: chromiumPath(), headless: true, args: ARGS });
   });
   afterAll(async () => {
     await ctx.close();

@@ -9,12 +9,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { miniprof as expressMiniprof, type MiniprofOptions } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { closeServers, raw, serve, type RawResponse } from './helpers/http.js';
-import { startNginx, type Nginx } from './helpers/nginx.js';
+import { startNginx, type NginxServer } from './helpers/services.js';
 
 const PAGE = '<!doctype html><html><head><title>t</title></head><body><h1>Hello</h1></body></html>';
 
 let faults: unknown[] = [];
-const proxies: Nginx[] = [];
+const proxies: NginxServer[] = [];
 const apps: FastifyInstance[] = [];
 
 afterEach(async () => {
@@ -56,8 +56,8 @@ const ADAPTERS = [
 
 /** nginx as most guides configure it in front of a Node app. */
 async function proxy(appPort: number, extra = '', http = ''): Promise<number> {
-  const n = await startNginx(
-    `location / {
+  const n = await startNginx({
+    server: `location / {
       proxy_pass http://127.0.0.1:${appPort};
       proxy_set_header Host $host;
       proxy_set_header X-Real-IP $remote_addr;
@@ -66,7 +66,7 @@ async function proxy(appPort: number, extra = '', http = ''): Promise<number> {
       ${extra}
     }`,
     http,
-  );
+  });
   proxies.push(n);
   return n.port;
 }
@@ -122,7 +122,7 @@ describe.each(ADAPTERS)('%s', (_name, start) => {
     const front = await proxy(
       app,
       `proxy_cache mp; add_header X-Cache $upstream_cache_status always;`,
-      `proxy_cache_path {{dir}}/cache keys_zone=mp:1m;`,
+      `proxy_cache_path cache keys_zone=mp:1m;`,
     );
     const dev = await raw(front, { path: '/page', headers: { 'X-Dev': 'yes' } });
     expect(dev.status).toBe(200);

@@ -80,7 +80,7 @@ describe('exact output', () => {
     '> render "café" ☕ = 5.4ms (error)',
     '>> header = 0.4ms',
     '> pending = 366.9ms (unfinished)',
-    '[sql] 1 x 3.1ms',
+    '[sql] 1 x 3.1ms summed, 3.1ms wall',
     '! 2 more steps were not recorded (maxSteps or maxDepth)',
     '',
   ].join('\n');
@@ -337,6 +337,43 @@ describe('names kept between renders', () => {
 });
 
 describe('B1: the comment is exactly one comment node for any text', () => {
+  test('B1 property: the fan-out and blocking notes (names, categories and shapes of any text) stay on their line and inside the comment', () => {
+    fc.assert(
+      fc.property(anyText, anyText, fc.boolean(), fc.boolean(), (name, category, custom, ascii) => {
+        const json: ProfileJSON = {
+          v: 1,
+          id: '00000000-0000-4000-8000-000000000000',
+          name: 'GET /',
+          machine: 'web-1',
+          started: '2026-11-29T12:00:00.000Z',
+          durationMs: 50,
+          droppedSteps: 0,
+          warnings: [],
+          root: {
+            name,
+            startMs: 0,
+            durationMs: 50,
+            children: [],
+            concurrency: 1,
+            serialized: true,
+            fanOut: custom ? { name, count: 5, category, similar: 1 } : { name, count: 5 },
+            heldMs: 30,
+            blocking: true,
+            blockingAmbiguous: true,
+          },
+        };
+        const comment = renderHtmlComment(json, { ascii });
+        checkInjected(PAGE, comment);
+        if (ascii) expect(comment).toMatch(/^[\n\x20-\x7e]*$/);
+        const lines = renderText(json, { ascii }).split('\n');
+        // Header, the root's line, the empty end: the notes added no line.
+        expect(lines).toHaveLength(3);
+        expect(lines[1]).toMatch(/ \(ambiguous blocking: 30\.0ms held\) \(serialized: 5 . .* ran one at a time\)$/);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   test('B1 property: arbitrary names, commands, path, machine and warnings (2,000 runs)', () => {
     fc.assert(
       fc.property(plan, fc.boolean(), (p, ascii) => {

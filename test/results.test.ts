@@ -16,7 +16,7 @@ import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import type { MiniprofOptions } from '../src/http/config.js';
 import { memoryStore, step, timing, type ProfileJSON, type ProfileStore } from '../src/index.js';
 import { signOptIn } from '../src/results/optin.js';
-import { PAGE_HEADERS, renderListPage, renderProfilePage } from '../src/results/pages.js';
+import { LIST_HEADERS, PAGE_HEADERS, renderListPage, renderProfilePage } from '../src/results/pages.js';
 import { summarize } from '../src/results/store.js';
 import { closeServers, raw, serve, waitFor, withoutDate, type RawRequest, type RawResponse } from './helpers/http.js';
 
@@ -207,15 +207,19 @@ for (const kind of ['express', 'fastify'] as const) {
       await waitFor(() => ids.every((id) => store.saved.includes(id)));
       const list = await raw(port, { path: '/debug/prof/', headers: { 'x-dev': '1' } });
       expect(list.status).toBe(200);
-      for (const [k, v] of Object.entries(PAGE_HEADERS)) expect(list.headers[k.toLowerCase()]).toEqual([v]);
+      for (const [k, v] of Object.entries(LIST_HEADERS)) expect(list.headers[k.toLowerCase()]).toEqual([v]);
       expect(list.headers['content-type']).toEqual(['text/html; charset=utf-8']);
-      expect(list.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"]);
+      // The list's filter is a GET form back to this origin; no other page may submit a form.
+      expect(list.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"]);
       const html = list.payload.toString();
       const order = [...html.matchAll(/href="\/debug\/prof\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
       expect([...new Set(order)]).toEqual([...ids].reverse());
-      expect(html).toContain('<span class="flag duplicates">duplicates</span>');
+      // The same query with the same values twice: duplicate, and a group of two similar (N+1).
+      expect(html).toContain('<span class="flag duplicate">duplicate</span><span class="flag n+1">n+1</span>');
       const one = await raw(port, { path: `/debug/prof/${ids[0]}`, headers: { 'x-dev': '1' } });
       expect(one.status).toBe(200);
+      for (const [k, v] of Object.entries(PAGE_HEADERS)) expect(one.headers[k.toLowerCase()]).toEqual([v]);
+      expect(one.headers['content-security-policy']).toEqual(["default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"]);
       expect(one.headers['cache-control']).toEqual(['private, no-store']);
       expect(one.headers['x-content-type-options']).toEqual(['nosniff']);
       const body = one.payload.toString();
@@ -461,18 +465,38 @@ for (const kind of ['express', 'fastify'] as const) {
 
 type Node = DefaultTreeAdapterMap['childNode'] | DefaultTreeAdapterMap['document'];
 
-/** Elements and their attributes (names and values) in document order; text is left out. */
+/** Attributes whose value is the page's text (a full command on hover, the filter's value). */
+const TEXT_ATTRS = new Set(['title', 'value', 'datetime']);
+
+/**
+ * Elements and their attributes (names and values) in document order; text is left out, and so
+ * are the values of TEXT_ATTRS (their names stay: no attribute may be added or lost).
+ */
 function skeleton(html: string): string[] {
   const out: string[] = [];
   const walk = (n: Node, depth: number) => {
     if ('tagName' in n) {
-      const attrs = n.attrs.map((a) => `${a.name}=${JSON.stringify(a.value)}`).sort();
+      const attrs = n.attrs.map((a) => (TEXT_ATTRS.has(a.name) ? `${a.name}=*` : `${a.name}=${JSON.stringify(a.value)}`)).sort();
       out.push(`${depth}:${n.namespaceURI === 'http://www.w3.org/2000/svg' ? 'svg:' : ''}${n.tagName}[${attrs.join(' ')}]`);
     } else if (n.nodeName === '#comment') out.push(`${depth}:#comment`);
     if ('childNodes' in n) for (const c of n.childNodes) walk(c as Node, depth + 1);
     if ('content' in n && n.content) for (const c of n.content.childNodes) walk(c as Node, depth + 1);
   };
   walk(parse(html) as Node, 0);
+  return out;
+}
+
+/** Each `code.cmd`'s title attribute and its text, as the parser reads them. */
+function titles(html: string): [string, string][] {
+  const out: [string, string][] = [];
+  const text = (n: Node): string => ('value' in n && n.nodeName === '#text' ? (n as { value: string }).value : 'childNodes' in n ? n.childNodes.map((c) => text(c as Node)).join('') : '');
+  const walk = (n: Node) => {
+    if ('tagName' in n && n.tagName === 'code' && n.attrs.some((a) => a.name === 'class' && a.value === 'cmd')) {
+      out.push([n.attrs.find((a) => a.name === 'title')!.value, text(n)]);
+    }
+    if ('childNodes' in n) for (const c of n.childNodes) walk(c as Node);
+  };
+  walk(parse(html) as Node);
   return out;
 }
 
@@ -489,8 +513,9 @@ function template(p: ProfileJSON): ProfileJSON {
     if (!names.has(s)) names.set(s, `t${names.size}`);
     return names.get(s)!;
   };
-  const t = (n: ProfileJSON['root']): ProfileJSON['root'] => ({
+  const t = (n: ProfileJSON['root'] & { fanOut?: { name: string; category?: string } }): ProfileJSON['root'] => ({
     ...n,
+    ...(n.fanOut === undefined ? {} : { fanOut: { ...n.fanOut, name: ph(n.fanOut.name), ...(n.fanOut.category === undefined ? {} : { category: ph(n.fanOut.category) }) } }),
     name: ph(n.name),
     children: n.children.map(t),
     ...(n.custom === undefined ? {} : { custom: n.custom.map((c) => ({ ...c, category: ph(c.category), command: ph(c.command) })) }),
@@ -517,13 +542,35 @@ const timingArb: fc.Memo<ProfileJSON['root']> = fc.memo((d) =>
     startMs: fc.double({ min: 0, max: 500, noNaN: true }),
     durationMs: fc.double({ min: 0, max: 500, noNaN: true }),
     children: d > 1 ? fc.array(timingArb(d - 1), { maxLength: 3 }) : fc.constant([]),
-    custom: fc.option(fc.array(fc.record({ category: nasty, command: nasty, startMs: fc.double({ min: 0, max: 500, noNaN: true }), durationMs: fc.double({ min: 0, max: 50, noNaN: true }) }), { maxLength: 3 }), { nil: undefined }),
+    custom: fc.option(
+      fc.array(
+        fc.record(
+          {
+            category: nasty,
+            command: nasty,
+            startMs: fc.double({ min: 0, max: 500, noNaN: true }),
+            durationMs: fc.double({ min: 0, max: 50, noNaN: true }),
+            duplicate: fc.constant(true as const),
+            similar: fc.nat(3),
+          },
+          { requiredKeys: ['category', 'command', 'startMs', 'durationMs'] },
+        ),
+        { maxLength: 4 },
+      ),
+      { nil: undefined },
+    ),
     error: fc.option(fc.constant(true as const), { nil: undefined }),
+    blocking: fc.option(fc.constant(true as const), { nil: undefined }),
+    serialized: fc.option(fc.constant(true as const), { nil: undefined }),
+    parallelism: fc.option(fc.double({ min: 0, max: 9, noNaN: true }), { nil: undefined }),
+    concurrency: fc.option(fc.double({ min: 1, max: 9, noNaN: true }), { nil: undefined }),
+    heldMs: fc.option(fc.double({ min: 0, max: 90, noNaN: true }), { nil: undefined }),
+    blockingAmbiguous: fc.option(fc.constant(true as const), { nil: undefined }),
+    fanOut: fc.option(fc.record({ name: nasty, count: fc.nat(9), category: fc.option(nasty, { nil: undefined }) }).map((f) => (f.category === undefined ? { name: f.name, count: f.count } : f)), { nil: undefined }),
   }).map((r) => {
-    const out = { ...r } as ProfileJSON['root'];
-    if (out.custom === undefined) delete out.custom;
-    if (out.error === undefined) delete out.error;
-    return out;
+    const out = { ...r } as Record<string, unknown>;
+    for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
+    return out as unknown as ProfileJSON['root'];
   }),
 );
 
@@ -555,8 +602,10 @@ describe('A8: pages keep the template’s structure for any step names, paths an
   test('profile page: same elements and attributes as with placeholder text; the embedded JSON round-trips and has no "<"', () => {
     fc.assert(
       fc.property(profileArb, (p) => {
-        const html = renderProfilePage(p, '/_miniprof');
-        expect(skeleton(html)).toEqual(skeleton(renderProfilePage(template(p), '/_miniprof')));
+        const html = renderProfilePage(p, '/_miniprof', p.id);
+        expect(skeleton(html)).toEqual(skeleton(renderProfilePage(template(p), '/_miniprof', p.id)));
+        // A title is the command it is on, decoded back exactly.
+        for (const [title, text] of titles(html)) expect(title).toBe(text);
         const json = scriptText(html);
         expect(json).not.toMatch(/[<>&\u2028\u2029]/);
         expect(JSON.parse(json)).toEqual(p);

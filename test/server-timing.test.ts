@@ -4,6 +4,7 @@ import { describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { renderServerTiming, step, timing, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { MIN_MAX_BYTES } from '../src/render/server-timing.js';
+import { ms1 } from '../src/render/format.js';
 import { closeProfile, runInProfile } from '../src/core/context.js';
 import { resolveCore } from '../src/core/options.js';
 import { Profile } from '../src/core/profile.js';
@@ -189,8 +190,8 @@ describe('exact header', () => {
       'load_user;dur=3.4;desc="load user", ' +
         'render_caf;dur=5.4;desc="render \\"caf%C3%A9\\" %E2%98%95", ' +
         'pending;dur=0.3, ' +
-        'sql;dur=3.5;desc="sql (2)", ' +
-        'redis;dur=0.3;desc="redis (1)", ' +
+        'sql;dur=3.5;desc="sql (2 x 3.5ms summed)", ' +
+        'redis;dur=0.3;desc="redis (1 x 0.3ms summed)", ' +
         'total;dur=376.9',
     );
   });
@@ -210,7 +211,7 @@ describe('exact header', () => {
     );
   });
 
-  test('custom categories are summed, with their count, across the whole tree, in first-seen order', () => {
+  test('custom categories: wall time as dur (the union of their intervals), count and summed time in desc, across the whole tree, in first-seen order', () => {
     const t = (category: string, durationMs: number) => ({ category, command: 'x', startMs: 0, durationMs });
     const json = profileJSON([
       { ...leaf('a'), custom: [t('sql', 1), t('http', 0.25)], children: [{ ...leaf('a1'), custom: [t('sql', 2.125)] }] },
@@ -218,7 +219,9 @@ describe('exact header', () => {
     ]);
     json.root.custom = [t('cache', 4)];
     expect(renderServerTiming(json)).toBe(
-      'a;dur=1.0, b;dur=1.0, cache;dur=4.0;desc="cache (1)", sql;dur=6.6;desc="sql (3)", http;dur=0.3;desc="http (1)", redis;dur=0.1;desc="redis (1)", total;dur=10.0',
+      // The three sql timings all start at 0: 3.5 ms of wall time, 6.6 ms summed.
+      'a;dur=1.0, b;dur=1.0, cache;dur=4.0;desc="cache (1 x 4.0ms summed)", sql;dur=3.5;desc="sql (3 x 6.6ms summed)", ' +
+        'http;dur=0.3;desc="http (1 x 0.3ms summed)", redis;dur=0.1;desc="redis (1 x 0.1ms summed)", total;dur=10.0',
     );
   });
 });
@@ -261,8 +264,13 @@ describe('B2/B3: any names give a valid, ASCII, settable header', () => {
           });
           cats.forEach((cat, k) => {
             const m = metrics[steps.length + k]!;
-            const count = customs.filter(([c]) => c === cat).length;
-            expect(decodeURIComponent(m.description!)).toBe(wellFormed(first96(`${cat} (${count})`)));
+            const mine = customs.filter(([c]) => c === cat);
+            // The desc keeps the count (and the summed time); `dur` is the wall time: all of these
+            // start at 0, so the longest, clipped to the request (10 ms here).
+            const sum = Math.round(mine.reduce((acc, [, d]) => acc + d, 0) * 1000) / 1000;
+            expect(decodeURIComponent(m.description!)).toBe(wellFormed(first96(`${cat} (${mine.length} x ${ms1(sum)}ms summed)`)));
+            const longest = Math.min(10, Math.max(...mine.map(([, d]) => d)));
+            expect(Math.abs(m.duration - longest)).toBeLessThanOrEqual(0.05 + 1e-9);
           });
           expect(metrics[metrics.length - 1]!.name).toBe('total');
         },
@@ -325,7 +333,7 @@ describe('B5: maxBytes', () => {
   test('B5 property: any maxBytes from the minimum up, any number of metrics', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 64, max: 3000 }),
+        fc.integer({ min: MIN_MAX_BYTES, max: 3000 }),
         fc.array(fc.tuple(anyName, fc.double({ min: 0, max: 1e6, noNaN: true })), { maxLength: 80 }),
         fc.double({ min: 0, max: 1e9, noNaN: true }),
         (maxBytes, steps, total) => {
@@ -402,7 +410,12 @@ describe('B5: maxBytes', () => {
   test('maxBytes below the minimum is raised to it', () => {
     const json = profileJSON(Array.from({ length: 50 }, (_, i) => leaf(`s${i}`)));
     const v = renderServerTiming(json, { maxBytes: 1 });
-    expect(Buffer.byteLength(v)).toBeLessThanOrEqual(64);
+    expect(Buffer.byteLength(v)).toBeLessThanOrEqual(MIN_MAX_BYTES);
+    // Room for the id (the badge's) too: 128 bytes since it came.
+    expect(MIN_MAX_BYTES).toBe(128);
+    const withId = renderServerTiming(json, { maxBytes: 1, id: true });
+    expect(Buffer.byteLength(withId)).toBeLessThanOrEqual(MIN_MAX_BYTES);
+    expect(withId).toMatch(/^s0;dur=1\.0, s1;dur=1\.0, s2;dur=1\.0, more;desc="47 more", miniprof;desc="00000000-0000-4000-8000-000000000000", total;dur=10\.0$/);
     expect(v.endsWith('total;dur=10.0')).toBe(true);
   });
 });

@@ -30,8 +30,9 @@ export function sampleProfile(over: Partial<ProfileJSON> = {}, steps = 2): Profi
     ...(i === 0
       ? {
           custom: [
-            { category: 'sql', command: 'select * from t where id = ?', startMs: 0.1, durationMs: 0.2 },
-            { category: 'sql', command: 'select * from t where id = ?', startMs: 0.4, durationMs: 0.3 },
+            // The same query with the same values, twice, as miniprof's JSON marks it.
+            { category: 'sql', command: 'select * from t where id = ?', startMs: 0.1, durationMs: 0.2, duplicate: true as const, similar: 1 },
+            { category: 'sql', command: 'select * from t where id = ?', startMs: 0.4, durationMs: 0.3, duplicate: true as const, similar: 1 },
           ],
         }
       : {}),
@@ -47,6 +48,7 @@ export function sampleProfile(over: Partial<ProfileJSON> = {}, steps = 2): Profi
     warnings: [],
     request: { method: 'GET', path: `/p/${n}`, status: 200 },
     root: { name: `GET /p/${n}`, startMs: 0, durationMs: 12.345, children },
+    ...(steps > 0 ? { similar: [{ id: 1, category: 'sql', command: 'select * from t where id = ?', count: 2, durationMs: 0.5 }] } : {}),
     ...over,
   };
 }
@@ -98,7 +100,7 @@ export function storeConformance(name: string, make: StoreFactory): void {
         expect(await store.list('carol', 10)).toEqual([]);
         const top = list[0]!;
         expect(top).toMatchObject({ id: mine[2]!.id, method: 'POST', path: '/x', status: 500, durationMs: 12.345, steps: 2, custom: 2, started: mine[2]!.started });
-        expect(top.flags).toEqual(['duplicates']);
+        expect(top.flags).toEqual(['duplicate', 'n+1']);
         expect(typeof top.savedAt).toBe('number');
       }));
 

@@ -1,9 +1,10 @@
-// The HTTP bench's processes, shared by bench/run.js and bench/http/decompose.js: bench servers
+// The HTTP bench's processes, shared by bench/run.js and bench/http/contest.js: bench servers
 // (bench/http/server.js) pinned to CPU 0 and the autocannon loader (bench/http/load.js) pinned to
 // CPU 1 where `taskset` exists, and one measured slice of load against one server.
 import { fork, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEVELOPER_HEADER } from './page.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '../..');
@@ -74,36 +75,28 @@ export const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
 export const pairMedians = (m, xs, med = median) => [...new Set(m.map((x) => x.pair))].map((p) => med(xs.filter((_, i) => m[i].pair === p)));
 
 /**
- * A row against the base row (the unprofiled server), round by round: the median over the rounds
- * of `fn(this row's slice, the base's slice of the same round)`. Every server of a round shares
- * the VM's phase of that minute, so differences and ratios are taken within a round.
+ * Keeps exactly one developer request in flight against `port` (GET /slow with the bench's
+ * developer header, ~80 ms each, back to back) until the returned function is called; that
+ * function resolves the number of requests made. This is the developer browsing production while
+ * everyone else's requests come in: on Node <= 22 an open profile keeps promise hooks on for the
+ * whole process. Runs in this (the parent) process: ~12 requests a second cost it next to nothing.
  */
-export const perRound = (row, base, fn) => median(row.map((x, i) => fn(x, base[i])));
-
-/**
- * Bench servers side by side on CPU 0, loaded in turn by one autocannon loader on CPU 1 (50
- * connections): each row (`{ config, env, execArgv }`) gets a 1 s warm-up slice, then `rounds`
- * slices of SLICE seconds (default 2), round after round. Resolves each row's slices, in order.
- * Shared by bench/http/decompose.js, bench/http/amplify.js and bench/http/ab.js.
- */
-export async function sideBySide(framework, rows, rounds) {
-  const loader = (await startLoader()).cp;
-  const servers = [];
-  try {
-    for (const { config, env, execArgv } of rows) {
-      const { cp, first } = await startServer(process.execPath, framework, config, { env, execArgv });
-      servers.push({ cp, port: first.port, slices: [] });
+export function hold(port) {
+  let on = true;
+  const done = (async () => {
+    let n = 0;
+    while (on) {
+      const res = await fetch(`http://127.0.0.1:${port}/slow`, { headers: { [DEVELOPER_HEADER]: '1' } });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`GET /slow answered ${res.status}`);
+      n++;
     }
-    const seconds = Number(process.env.SLICE ?? 2);
-    for (const s of servers) await slice(s.cp, s.port, loader, 1, 50);
-    for (let r = 0; r < rounds; r++) {
-      for (const s of servers) s.slices.push(await slice(s.cp, s.port, loader, seconds, 50));
-    }
-    return servers.map((s) => s.slices);
-  } finally {
-    for (const s of servers) s.cp.send({ cmd: 'exit' });
-    loader.send({ cmd: 'exit' });
-  }
+    return n;
+  })();
+  return () => {
+    on = false;
+    return done;
+  };
 }
 
 /**
@@ -111,7 +104,8 @@ export async function sideBySide(framework, rows, rounds) {
  * why): A and B (`{ config, env, execArgv }`) pinned together to CPU 0, each loaded by its own
  * autocannon process on CPU 1 (`connections` each, `seconds` per slice), the loaders swapping
  * servers every round. `pairs` fresh pairs of processes, each left idle `idleMs` (default 0) and
- * warmed by two unmeasured slices, then `rounds` rounds. Pass two started loaders (`startLoader`)
+ * warmed by two unmeasured slices, then `rounds` rounds. A side with `hold: true` has one
+ * developer request in flight at all times, from its start to its end (`hold`). Pass two started loaders (`startLoader`)
  * to reuse them across contests.
  * Resolves one entry per measured round: `{ pair, a, b, wallUs }`, where `a` and `b` hold the
  * loader's req/s, p50, p99 and errors, the size of the server's young generation at the end of
@@ -142,11 +136,13 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
     // Started one after the other, A first in even pairs and B first in odd ones.
     const order = p % 2 === 0 ? [a, b] : [b, a];
     const started = [];
+    const holds = [];
     try {
       for (const side of order) {
         const { cp, first } = await startServer(bin, framework, side.config, { env: side.env, execArgv: side.execArgv });
         started.push({ cp, port: first.port });
       }
+      for (const [i, side] of order.entries()) if (side.hold) holds.push(hold(started[i].port));
       const servers = p % 2 === 0 ? started : [started[1], started[0]];
       // `idleMs`: both servers up and idle this long before any load (contest.js --idle-ms).
       if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));
@@ -157,6 +153,7 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
       await round(servers, 1);
       for (let r = 0; r < rounds; r++) out.push({ pair: p, ...(await round(servers, r % 2)) });
     } finally {
+      await Promise.all(holds.map((stop) => stop()));
       for (const s of started) s.cp.send({ cmd: 'exit' });
     }
   }

@@ -1,6 +1,6 @@
 // `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
 // [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]
-// [--connections N]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
+// [--connections N] [--hold both]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
 // loaded at the same time, both pinned to CPU 0, each by its own autocannon loader on CPU 1
 // (`--connections`, default 25 each, SLICE seconds, default 3). `pairs` (default 4) fresh pairs
 // of server processes, each warmed by two unmeasured slices, then `rounds` (default 3) rounds.
@@ -8,11 +8,10 @@
 // request over B's and B's throughput over A's, each as the median over all rounds and as each
 // pair's own median.
 //
-// Why: loaded one server at a time, in turns (as bench/run.js did up to Run 20, and ab.js,
-// decompose.js and amplify.js still do), the same server's throughput on this shared VM moves
-// 10-30% from one slice to the next, so a 3-5% difference (the non-developer targets) is below
-// what they resolve: one run gave miniprof's non-developer Fastify row ×0.87 with rounds from
-// ×0.78 to ×1.13 (bench/RESULTS.md Run 20).
+// Why: loaded one server at a time, in turns, the same server's throughput on this shared VM
+// moves 10-30% from one slice to the next, so a 3-5% difference (the non-developer targets) is
+// below what that resolves: one such run gave miniprof's non-developer Fastify row ×0.87 with
+// rounds from ×0.78 to ×1.13.
 // Here both servers share every moment of the VM's phase: when the host steals time or slows
 // the core, it does so to both. A's CPU µs per request over B's is the figure to read: it holds
 // whichever side is the bottleneck. Throughput, B over A, equals it only while CPU 0 is saturated
@@ -26,7 +25,8 @@
 // array) are node flags for one side, e.g. `'["--cpu-prof","--cpu-prof-dir=/tmp/prof"]'`, which
 // NODE_OPTIONS does not take. `--idle-ms N` leaves both servers idle N ms after both have
 // started, before the first load (default 0: the load starts once the second is up, so the first
-// has idled through its twin's start-up, about 1 s).
+// has idled through its twin's start-up, about 1 s). `--hold both` keeps one developer request
+// in flight against each server at all times (bench/run.js's mixed-traffic rows; children.js `hold`).
 //
 // Why fresh pairs: a server process can run 10-20% slower than another of the same build and
 // configuration, in every round of its life, while its rounds agree within 1-2%. Seen in about one
@@ -34,9 +34,8 @@
 // beyond 6% in `none none`. Not where the memory landed (it still happens with address-space
 // randomization off and V8's seeds fixed), nor GC or pretenuring; what differed in the slow
 // processes was the order in which V8 optimized Node's own tick-queue functions. It comes with
-// miniprof being loaded and registered, even with its hook and steps cut out (bench/RESULTS.md
-// Run 21). So the difference between pairs is the spread to quote, and the
-// median over pairs the figure. The engine is `contest` in children.js, which bench/run.js uses
+// miniprof being loaded and registered, even with its hook and steps cut out. So the difference
+// between pairs is the spread to quote, and the median over pairs the figure. The engine is `contest` in children.js, which bench/run.js uses
 // for its HTTP rows.
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -75,17 +74,20 @@ const envB = withKeep(jsonOf('--env-b', false));
 const flagsA = jsonOf('--flags-a', true);
 const flagsB = jsonOf('--flags-b', true);
 const idleArg = wholeOf('--idle-ms', 'milliseconds') ?? '0';
+const holdArg = named.get('--hold');
+if (holdArg !== undefined && holdArg !== 'both') throw new Error(`--hold takes 'both', got ${holdArg}`);
+const held = holdArg === 'both';
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
 if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N] [--connections N]');
+  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N] [--connections N] [--hold both]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');
 const seconds = Number(process.env.SLICE ?? 3);
 // Fewer connections mean fewer requests in flight at once, so less of each request's garbage is
-// still live when a scavenge comes (2 against 25 did not move a developer request: RESULTS Run 35).
+// still live when a scavenge comes (2 against 25 did not move a developer request).
 const CONNECTIONS = Number(wholeOf('--connections', 'connections') ?? '25');
 if (!(CONNECTIONS > 0)) throw new Error(`--connections must be at least 1, got ${CONNECTIONS}`);
 
@@ -95,8 +97,8 @@ try {
   measured = await contest({
     bin,
     framework,
-    a: { config: configA, env: envA, execArgv: flagsA },
-    b: { config: configB, env: envB, execArgv: flagsB },
+    a: { config: configA, env: envA, execArgv: flagsA, hold: held },
+    b: { config: configB, env: envB, execArgv: flagsB, hold: held },
     pairs,
     rounds,
     seconds,
@@ -116,17 +118,15 @@ const busy = measured.map(({ a, b, wallUs }) => (a.cpuTotal + b.cpuTotal) / wall
 const errors = measured.reduce((n, { a, b }) => n + a.errors + b.errors, 0);
 const version = bin === process.execPath ? process.version : execFileSync(bin, ['--version']).toString().trim();
 const label = (config, env, flags) => [config, env && JSON.stringify(env), flags?.join(' ')].filter(Boolean).join(' ');
-console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each${idleArg !== '0' ? `, ${idleArg} ms idle before load` : ''}, ${new Date().toISOString()}\n`);
+console.log(`${framework}, Node ${version}, ${label(configA, envA, flagsA)} (A) and ${label(configB, envB, flagsB)} (B) under load at once, ${pairs} pairs of processes, ${rounds} rounds of ${seconds} s each, ${CONNECTIONS} connections each${idleArg !== '0' ? `, ${idleArg} ms idle before load` : ''}${held ? ', one developer request held open against each' : ''}, ${new Date().toISOString()}\n`);
 // The young generation's size is there because V8 grows it under load, each process on its own
 // schedule (on Node 24 for tens of seconds, to 128 MB here). On Node 24 two identical miniprof
 // servers of one pair differed by up to 27% in CPU per request, and only a fixed GC schedule
-// (a fixed young generation, `--predictable-gc-schedule`) made them agree (bench/RESULTS.md Run 27).
+// (a fixed young generation, `--predictable-gc-schedule`) made them agree (Run 27).
 const mb = (bytes) => (bytes === undefined ? '?' : String(Math.round(bytes / 1048576)));
 // GC pauses per request as the servers' PerformanceObserver saw them (main thread only), all and
 // mark-compact's alone, with the round's count of mark-compacts (and, below, scavenges per 1,000
-// requests), so that a row's difference can be set against what its GC took. In Run 29 the
-// scavenges of Express servers with miniprof registered took 1.7-3.6 µs per request longer in
-// some rows, about what those servers lost, and 0.9 µs longer in one where they lost 5.7 µs.
+// requests), so that a row's difference can be set against what its GC took.
 console.log('| pair | round | A req/s | B req/s | A CPU µs/req | B CPU µs/req | B/A req/s | A/B CPU per request | CPU 0 busy | young gen. A / B, MB | GC µs/req A / B | of it mark-compact A / B (count) |');
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 measured.forEach(({ a, b }, i) => {

@@ -18,7 +18,7 @@
 // FLOOR_STEPS=clock leaves out the per-step `als.run` (steps are then clocks and a node, which
 // does not nest under `Promise.all`): below what the contract allows on any Node, and below
 // miniprof's own step entering on Node 24, where `als.run` copies the context frame twice
-// (bench/RESULTS.md Run 37). FLOOR_STEPS=none makes the steps plain calls, and FLOOR_OUTPUTS=0
+// (Run 37). FLOOR_STEPS=none makes the steps plain calls, and FLOOR_OUTPUTS=0
 // leaves out the outputs: together they split the floor into its parts.
 import { AsyncLocalStorage } from 'node:async_hooks';
 

@@ -4,8 +4,8 @@
 # (bench/http/contest.js, A's CPU per request over B's; the µs are B's system and user CPU per
 # request less A's): Node's promise hooks with a store per request and nothing of miniprof; a
 # profile per request with plain calls and no outputs; the page's 10 steps; the comment and
-# Server-Timing; the results store. Why: counted, Express's developer request is 1.4x Fastify's
-# instructions, timed 2.7x (bench/RESULTS.md Run 35). Needs `npm run build`. Options after `--`
+# Server-Timing; the results store. Why: to see which layer a change moved, and where Express's
+# developer request spends more than Fastify's. Needs `npm run build`. Options after `--`
 # go to every contest (`--node PATH`, `--connections N`); not `--env-*` or `--flags-*`, which the
 # rows set themselves.
 # With `--floor`, the parts of the floor of a developer request instead (bench/http/floor.js), each
@@ -37,7 +37,7 @@ if [ $floor = 1 ]; then
   row 'the floor' none floor
   exit 0
 fi
-row 'promise hooks and a store per request (nothing of miniprof)' none none --flags-b '["--import","./bench/http/als-store.js"]'
+row 'a store entered per request, nothing else (nothing of miniprof)' none floor --env-b '{"FLOOR_STEPS":"none","FLOOR_OUTPUTS":"0"}'
 row 'a profile per request (plain calls, no outputs, no store)' none dev-nostore --env-b "$OPEN"
 row 'the 10 steps' dev-nostore dev-nostore --env-a "$OPEN" --env-b "$STEPS"
 row 'comment and Server-Timing' dev-nostore dev-nostore --env-a "$STEPS"

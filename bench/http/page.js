@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 
 // The page every server configuration renders: 10 steps (2 nested, 2 async) and ~200 bytes of
@@ -25,6 +26,20 @@ export async function page(s) {
 }
 
 export const direct = (_name, fn) => fn();
+
+/** The header by which a bench client says it is a developer (the `nondev` server's isDeveloper). */
+export const DEVELOPER_HEADER = 'x-bench-developer';
+
+/**
+ * GET /slow: a request that spends ~80 ms awaiting inside two steps, as a developer browsing a
+ * real page would keep a profile open. bench/run.js's mixed-traffic rows keep one of these in
+ * flight at all times (bench/http/children.js `hold`) while the load hits GET /.
+ */
+export async function slow(s) {
+  await s('slow query', () => sleep(40));
+  await s('slow call', () => sleep(40));
+  return 'slow';
+}
 
 /**
  * The framework's own share of a non-developer request: the cheapest global hook of the kind
@@ -74,6 +89,7 @@ export async function servePage(framework, s, install = () => {}, view = undefin
 
 /** GET / serving the page, the same way in every bench that uses Fastify. */
 function fastifyPage(app, s, view) {
+  app.get('/slow', async () => slow(s));
   app.get('/', async (_request, reply) => {
     const html = await page(s);
     reply.type('text/html; charset=utf-8');
@@ -83,6 +99,9 @@ function fastifyPage(app, s, view) {
 
 /** GET / serving the page, the same way in every bench that uses Express. */
 function expressPage(app, s, view) {
+  app.get('/slow', (_req, res, next) => {
+    slow(s).then((text) => res.type('text').send(text), next);
+  });
   app.get('/', (_req, res, next) => {
     page(s).then((html) => res.type('html').send(view === undefined ? html : view(html, (k, v) => res.setHeader(k, v))), next);
   });

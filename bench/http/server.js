@@ -3,13 +3,14 @@
 // time and request count, so CPU per request is the server's alone.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import v8 from 'node:v8';
-import { direct, entry, emptyHook, otelCollector, otelStep, servePage } from './page.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { DEVELOPER_HEADER, direct, entry, emptyHook, otelCollector, otelStep, servePage } from './page.js';
 import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
-  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
@@ -57,7 +58,7 @@ if (ours) {
 }
 // SPIN_US=n (config none), or config spin10: the route burns n µs of CPU in plain JavaScript, a
 // server made slower by work of a known size, to see what any added cost of that size does to the
-// bench's figures (bench/http/amplify.js; bench/run.js's scale row).
+// bench's figures (`contest.js <fw> none spin10`).
 const spinUs = config === 'spin10' ? 10 : Number(process.env.SPIN_US ?? 0);
 if (spinUs > 0) {
   if (config !== 'none' && config !== 'spin10') throw new Error('SPIN_US is for the none configuration');
@@ -70,8 +71,11 @@ function counterClock() {
   let t = 0;
   return () => (t += 0.013);
 }
+// `nondev`: a developer is a request with the bench's developer header (none of the load's
+// requests; the one the mixed-traffic rows keep in flight). `dev`, `dev-nostore`: every request.
+const isDeveloper = config === 'nondev' ? (req) => req.headers[DEVELOPER_HEADER] === '1' : () => true;
 const miniprofOptions = {
-  isDeveloper: () => config !== 'nondev',
+  isDeveloper,
   machine: 'bench',
   ...(config === 'dev-nostore' ? { results: false } : {}),
   // MP_COUNTER_CLOCK=1: profiles on a counter clock (as the instruction harness runs them), which
@@ -86,7 +90,7 @@ const miniprofOptions = {
 // KEEP_OBJECTS=n: every configuration keeps n small objects from start-up, as any real app keeps
 // far more than a bare bench page. On Node 24 a server a little over this edge splits from its
 // twin by up to 17% per process (V8's GC schedule) and a bare one never does, so setting `none`
-// against miniprof compared two regimes as well as two servers (bench/RESULTS.md Run 27).
+// against miniprof compared two regimes as well as two servers (Run 27).
 // bench/run.js sets 20,000 for every server (its `--keep`). Read in the stats reply so the array
 // outlives the module's evaluation.
 const keepObjects = Number(process.env.KEEP_OBJECTS ?? 0);
@@ -105,6 +109,15 @@ const server = await servePage(framework, s, async (app) => {
     emptyHook(framework, app);
   } else if (config === 'floor') {
     floor.installFloor(framework, app);
+  } else if (config === 'als') {
+    // The floor of mixed traffic: no profiler, a bare AsyncLocalStorage entered for the requests
+    // with the developer header and kept open as long as they are (bench/run.js's mixed rows).
+    // On Node <= 22 that switches promise hooks on for the whole process, so every request's
+    // promises pay for it: the share of the mixed-traffic tax that is Node's, not miniprof's.
+    const als = new AsyncLocalStorage();
+    const dev = (headers) => headers[DEVELOPER_HEADER] === '1';
+    if (framework === 'express') app.use((req, _res, next) => (dev(req.headers) ? als.run({}, next) : next()));
+    else app.addHook('onRequest', (request, _reply, done) => (dev(request.headers) ? als.run({}, done) : done()));
   } else if (config.startsWith('otel') && framework === 'express') {
     app.use((req, res, next) =>
       tracer.startActiveSpan(`${req.method} ${req.path}`, (span) => {
@@ -122,9 +135,12 @@ const server = await servePage(framework, s, async (app) => {
   }
 }, view);
 
+// Only the load's requests (GET /) are counted: CPU per request is per page served.
 let requests = 0;
-server.on('request', () => requests++);
-// Main-thread GC pauses, so a table can show what garbage kept alive costs (bench/RESULTS.md Run 8).
+server.on('request', (req) => {
+  if (req.url === '/') requests++;
+});
+// Main-thread GC pauses, so a table can show what garbage kept alive costs (Run 8).
 // Mark-compact apart (its pause and the incremental marking before it): its marking walks the
 // whole live heap, so its share grows with what a server keeps (its own code and data included),
 // where a scavenge's does not. Only main-thread pauses: V8's concurrent marking runs on helper

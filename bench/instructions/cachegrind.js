@@ -1,7 +1,5 @@
-// What the scripts of bench/instructions share: their command-line options, the one way the
-// harness runs under valgrind (run.js, functions.js), and the one way it is pinned to a core when
-// it runs natively (cpu.js, sampled.js). Each pair must run it alike, or their figures do not
-// compare.
+// What bench/instructions/run.js needs: its command-line options and the one way the harness
+// runs under valgrind, so that every count is taken alike.
 import { execFile } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,17 +7,6 @@ import { promisify } from 'node:util';
 
 export const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
-
-/**
- * The command prefix that pins a process to CPU 0 (`taskset -c 0`), or none where taskset is
- * missing: cpu.js and sampled.js run the harness natively on one core, so they compare.
- */
-export async function pinToCpu0() {
-  return run('taskset', ['-c', '0', 'true']).then(
-    () => ['taskset', '-c', '0'],
-    () => [],
-  );
-}
 
 /** `--name value` from argv, else `def`. */
 export function option(argv, name, def) {
@@ -31,7 +18,6 @@ export function option(argv, name, def) {
 export function harnessEnv(load, dist) {
   const env = load ? { ...process.env, IN_FLIGHT: '25' } : { ...process.env, IN_FLIGHT: '1', KEEP_OPEN: '1', FAKE_CLOCK: '1' };
   if (dist !== undefined) env.MINIPROF_BENCH_DIST = dist;
-  // Absolute, as the caller meant it: sampled.js runs the harness in a temporary directory.
   if (env.MINIPROF_BENCH_DIST !== undefined) env.MINIPROF_BENCH_DIST = resolve(env.MINIPROF_BENCH_DIST);
   return env;
 }

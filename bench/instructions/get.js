@@ -1,5 +1,5 @@
-// The instruction harness's client request, shared by harness.js and replay.js: replay.js exists to
-// count this very client apart, so both must run the same code.
+// The instruction harness's client request (harness.js): the client is in every count, so it is
+// kept small and the same for every configuration.
 import http from 'node:http';
 
 /** GET / on 127.0.0.1:`port` through `agent`, the body read to its end; resolves its length. */

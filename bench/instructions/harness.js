@@ -2,11 +2,10 @@
 // <express|fastify> <config> <requests>` serves the bench page (bench/http/page.js) over real
 // loopback sockets, IN_FLIGHT requests at a time (default 25), then exits. KEEP_OPEN=1,
 // FAKE_CLOCK=1 and CPU_FROM are explained where they act; run.js sets the first three unless given
-// --load, and cpu.js all four.
+// --load.
 // bench/instructions/run.js counts the instructions it executes under valgrind. The client is most
 // of a `none` row (~230,000 of Fastify's ~300,000), and a developer response costs it ~14,000 more
-// to parse (headers, comment): measured by bench/instructions/client.js. Other differences are the
-// server's.
+// to parse (headers, comment). Other differences are the server's.
 //
 // Configurations: none; hook (an empty global hook of the kind miniprof registers: Fastify's
 // `onRequest`, an Express middleware; the framework's own share of a non-developer request, as
@@ -74,8 +73,8 @@ if (config === 'hooks') new AsyncLocalStorage().enterWith({});
 // One request at a time (IN_FLIGHT=1) repeats best, but each close is then the last open profile,
 // and the hooks' release timer fires on wall-clock time, which valgrind stretches: a profile kept
 // open all run keeps the count steady. It is not what load looks like. Under bench/run.js's 50
-// connections the open count touches zero between nearly every two requests too (bench/RESULTS.md
-// Run 13), and this setting hid what each such close cost: a refresh of the release timer (7,249
+// connections the open count touches zero between nearly every two requests too (Run 13),
+// and this setting hid what each such close cost: a refresh of the release timer (7,249
 // instructions a Fastify developer request: KEEP_OPEN=0, the build before and after the fix) and,
 // on the real clock, a restart of the loop sampler. Both now only note the close; KEEP_OPEN=0
 // and 1 differ by ~1,500 (the release timer's own firings).
@@ -91,7 +90,7 @@ const { port } = server.address();
 const get = getter(port, agent);
 let left = Number(count);
 let bytes = 0;
-// CPU_FROM=N (bench/instructions/cpu.js): the process's CPU time (all threads, user + system)
+// CPU_FROM=N: the process's CPU time (all threads, user + system)
 // from the N-th response to the last, printed as JSON: the steady state, without start-up.
 const cpuFrom = Number(process.env.CPU_FROM ?? 0);
 let answered = 0;

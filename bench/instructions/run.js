@@ -8,7 +8,7 @@
 // of 5,000 instructions per request can be seen. Not the `dev` row over the default window: the
 // profiles its results store keeps bring a major GC every few thousand requests, and whether one
 // falls between --from and --to moved it by up to 30,000; with `--to 14000` runs agree within
-// ~4,000 (bench/RESULTS.md Run 14). `--load` has 25 in flight on the real clock, as
+// ~4,000 (Run 14). `--load` has 25 in flight on the real clock, as
 // under load, but two identical runs can differ by 50,000 (sockets are batched differently and
 // valgrind stretches every duration, and with it the profiles' shapes).
 //
@@ -22,7 +22,7 @@
 //
 // On Node 24 count from 14,000 on (`--from 14000 --to 24000`): its V8 moves code through one tier
 // more (Maglev), a function run once a request climbs slowly, and over 4,000-14,000 every row was
-// still 34-49% above its later count (bench/RESULTS.md Run 19).
+// still 34-49% above its later count (Run 19).
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,7 +39,7 @@ const to = Number(opt('--to', '5000'));
 const load = argv.includes('--load');
 const env = harnessEnv(load);
 
-const distIndex = join(process.env.MINIPROF_BENCH_DIST ?? join(here, '../../dist'), 'src/index.js');
+const distIndex = join(process.env.MINIPROF_BENCH_DIST ?? join(here, '../../dist'), 'bundle/index.js');
 if (!existsSync(distIndex)) {
   console.error(`bench/instructions measures the built package: ${distIndex} is missing (npm run build first)`);
   process.exit(2);

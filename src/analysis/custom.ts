@@ -1,5 +1,6 @@
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
+import { unionMs } from './wall.js';
 
 export interface CustomAnalysis {
   customSummary: CategorySummaryJSON[];
@@ -14,8 +15,8 @@ export interface CustomAnalysis {
 /**
  * Bytes beyond 6 per UTF-16 unit of its strings (the longest escape is 6 bytes) for each custom
  * timing, category summary and similar group, rounded up from what their JSON can hold: a timing's
- * eight keys and punctuation, quotes, a comma and three numbers of at most 24 characters come to
- * 185, with `"custom":[]` 197; a summary's 159 and a group's 154, each with its list's key 178 at
+ * nine keys and punctuation (`traced` the ninth), quotes, a comma and three numbers of at most 24
+ * characters come to 199, with `"custom":[]` 211; a summary's 159 and a group's 154, each with its list's key 178 at
  * most.
  */
 const ITEM_BOUND = 256;
@@ -37,8 +38,13 @@ function us(ms: number): number {
  * Run once per snapshot (at seal, not per call): mark duplicates and similar groups on the JSON's
  * custom timings, which still carry their raw commands, then mask the commands unless `redact`
  * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
+ *
+ * A duplicate is the same category, the same command and the same values: the raw command is
+ * compared, and instrumentations append values sent apart from the text (pg's `$1`) to it before
+ * this runs (src/instrument/record.ts withParams). A command cut at `maxCommandLength` may differ
+ * from another only past the cut, so it is never called a duplicate; it can still be similar.
  */
-export function analyseCustom(root: TimingJSON, redactCommands: boolean): CustomAnalysis | undefined {
+export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxCommandLength: number): CustomAnalysis | undefined {
   const all: CustomTimingJSON[] = [];
   const stack: TimingJSON[] = [root];
   while (stack.length > 0) {
@@ -76,14 +82,20 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
 
   const similar: SimilarGroupJSON[] = [];
   const cats = new Map<string, CategorySummaryJSON>();
+  // Each category's [start, end] pairs, for its wall time.
+  const spans = new Map<string, number[]>();
   let bound = 0;
   for (let i = 0; i < all.length; i++) {
     const c = all[i]!;
     let cat = cats.get(c.category);
-    if (cat === undefined) cats.set(c.category, (cat = { category: c.category, count: 0, durationMs: 0, duplicate: 0, similar: 0 }));
+    if (cat === undefined) {
+      cats.set(c.category, (cat = { category: c.category, count: 0, durationMs: 0, wallMs: 0, duplicate: 0, similar: 0 }));
+      spans.set(c.category, []);
+    }
     cat.count++;
     cat.durationMs += c.durationMs;
-    if (exact.get(`${c.category}\0${c.command}`)! > 1) {
+    spans.get(c.category)!.push(c.startMs, c.startMs + c.durationMs);
+    if (exact.get(`${c.category}\0${c.command}`)! > 1 && !wasCut(c.command, maxCommandLength)) {
       c.duplicate = true;
       cat.duplicate++;
     }
@@ -103,7 +115,13 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean): Custom
   const customSummary = [...cats.values()];
   for (const s of customSummary) {
     s.durationMs = us(s.durationMs);
+    s.wallMs = unionMs(spans.get(s.category)!, root.durationMs);
     bound += ITEM_BOUND + 6 * s.category.length;
   }
   return { customSummary, similar, bound };
+}
+
+/** Cut by toText (src/core/names.ts): `...` at the end, at the limit or one short of it (a pair). */
+function wasCut(command: string, max: number): boolean {
+  return command.length >= max - 1 && command.endsWith('...');
 }

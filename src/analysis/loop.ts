@@ -1,7 +1,16 @@
 import { performance } from 'node:perf_hooks';
 import { monotonic } from '../core/clock.js';
-import type { Profile } from '../core/profile.js';
-import { LinkedSet } from '../core/linked.js';
+import { LinkedSet, type Linked } from '../core/linked.js';
+import type { Clock } from '../core/clock.js';
+
+/** What the sampler needs of a profile (declared here so that core/profile.ts can call in). */
+export interface Watched extends Linked {
+  readonly t0: number;
+  readonly sealed: boolean;
+  readonly config: { readonly blockingMs: number; readonly clock: Clock };
+  loopDelayMs: number;
+  addStall(fromUs: number, toUs: number, shared: boolean): void;
+}
 
 /**
  * Event-loop delay per profile: how long the loop was stalled (by anyone's work) while the
@@ -12,23 +21,22 @@ import { LinkedSet } from '../core/linked.js';
  *
  * Why not `perf_hooks.monitorEventLoopDelay`: its histogram is process-wide, so a per-profile
  * maximum needs a `reset()` at every profile boundary, and both `reset()` and `enable()` drop the
- * interval in progress: a stall right after a request starts is never recorded (measured on Node
- * 20.20: 50 ms of busy work just after `reset()` left `max` at 10.2 ms). A JS timer has no such gap
+ * interval in progress: a stall right after a request starts is never recorded (on Node 20, 50 ms
+ * of busy work just after `reset()` left `max` near 10 ms). A JS timer has no such gap
  * and costs about 100 callbacks a second, only while a developer's request is open.
  *
  * Only profiles on the default clock are measured: the delay is real time, and a test's injected
  * clock must fully determine its output.
  *
  * The timer stops at the first tick that finds no profile open, not when the last one closes.
- * Under load the count of open profiles touches zero between nearly every two requests (Fastify,
- * 50 connections: 34,090 starts in 2 s for about as many requests), and a stop at each close
- * cost a setInterval, an unref and a clearInterval per developer request. It runs at most one
+ * Under load the count of open profiles can touch zero between nearly every two requests, and a
+ * stop at each close would start and stop an interval per developer request. It runs at most one
  * tick (10 ms) past the last profile.
  */
 const RESOLUTION_MS = 10;
 
-/** Linked through the profiles' own fields: a Set's table would churn once per request (src/linked.ts). */
-const open = new LinkedSet<Profile>();
+/** Linked through the profiles' own fields: a Set's table would churn once per request (src/core/linked.ts). */
+const open = new LinkedSet<Watched>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;
 
@@ -37,15 +45,23 @@ let last = 0;
  * that arrived right after someone's stall) was not there for all of it. Its `t0` is on this same
  * clock: only default-clock profiles are sampled.
  */
-function creditOne(p: Profile, lag: number, now: number): void {
+function creditOne(p: Watched, lag: number, now: number, shared: boolean): void {
   const seen = Math.min(lag, now - p.t0);
   if (seen > p.loopDelayMs) p.loopDelayMs = seen;
+  // Kept for attribution to the steps open then (src/analysis/blocking.ts): from the tick's due
+  // time, when the loop was already busy, to now. Whole microseconds, as the profile's times.
+  // The start is computed from `last` alone, so that the same stall seen twice (at a freeze, then
+  // at the tick) starts at the same microsecond and is extended rather than counted twice.
+  if (seen > p.config.blockingMs) {
+    const from = Math.max(last + RESOLUTION_MS, p.t0);
+    p.addStall(Math.floor((from - p.t0) * 1000 + 0.5), Math.floor((now - p.t0) * 1000 + 0.5), shared);
+  }
 }
 
 function tick(): void {
   const now = performance.now();
   const lag = now - last - RESOLUTION_MS;
-  if (lag > 0) for (const p of open) creditOne(p, lag, now);
+  if (lag > 0) for (const p of open) creditOne(p, lag, now, open.size > 1);
   last = now;
   // A profile sealed without closeProfile (by hand) must not keep the timer going.
   for (const p of open) if (p.sealed) open.delete(p);
@@ -58,7 +74,7 @@ function stop(): void {
 }
 
 /** @internal A profile was entered. */
-export function loopOpened(profile: Profile): void {
+export function loopOpened(profile: Watched): void {
   if (profile.config.clock !== monotonic || !open.add(profile)) return;
   if (timer === null) {
     last = performance.now();
@@ -67,11 +83,21 @@ export function loopOpened(profile: Profile): void {
   }
 }
 
-/** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
-export function loopClosed(profile: Profile): void {
-  if (!open.delete(profile)) return;
+/**
+ * @internal Credit `profile` with the stall since the last tick, if one is going on: its outputs
+ * are about to be rendered, and the tick that would see it has not run yet.
+ */
+export function loopCredit(profile: Watched): void {
+  if (!open.has(profile)) return;
   const now = performance.now();
-  creditOne(profile, now - last - RESOLUTION_MS, now);
+  creditOne(profile, now - last - RESOLUTION_MS, now, open.size > 1);
+}
+
+/** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */
+export function loopClosed(profile: Watched): void {
+  if (!open.has(profile)) return;
+  loopCredit(profile);
+  open.delete(profile);
 }
 
 /** @internal For tests: is the sampler running? */

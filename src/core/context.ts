@@ -2,12 +2,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
 import { loopClosed, loopOpened } from '../analysis/loop.js';
 import type { TimingNode } from './timing.js';
+import { traceHooks } from './trace.js';
+import { report } from './errors.js';
 
 /**
  * The one AsyncLocalStorage of the process. ESM-only packaging keeps it single: a dual CJS/ESM
  * build would give an app two instances that cannot see each other's steps.
  */
-export const als = new AsyncLocalStorage<TimingNode>();
+export const als = new AsyncLocalStorage<TimingNode<Profile>>();
 
 /**
  * On Node ≤ 22 the first `run()` switches on promise hooks for the whole process and every
@@ -30,17 +32,17 @@ export function openProfiles(): number {
 /**
  * The store of this async context (the step new steps go under), or undefined outside a profile.
  * While no profile is open anywhere in the process there is none to find, so `getStore()` is not
- * called: on Node 24, once any profile has been entered, `getStore()` looks in the current async
- * context frame and a step outside a profile cost +10 ns over a direct call instead of +1-2 ns
- * (bench/RESULTS.md Run 23). A profile sealed by hand, without closeProfile, keeps the count up:
- * that only costs the lookup, as before.
+ * called. This keeps `step()` outside a profile at the cost of a direct call on Node 24 (the
+ * "step() off" bench row): there, once any ALS has been entered, `getStore()` reads the async
+ * context frame, several times the cost of the count check. A profile sealed by hand, without
+ * closeProfile, keeps the count up: that only costs the lookup.
  */
-export function currentScope(): TimingNode | undefined {
+export function currentScope(): TimingNode<Profile> | undefined {
   return open === 0 ? undefined : als.getStore();
 }
 
 /** Run `fn` with the callback step `t` as the store of what it starts. */
-export function runStep<R>(t: TimingNode, fn: () => R): R {
+export function runStep<R>(t: TimingNode<Profile>, fn: () => R): R {
   return als.run(t, fn);
 }
 
@@ -59,6 +61,14 @@ export function closeProfile(profile: Profile): void {
   if (profile.sealed) return;
   loopClosed(profile);
   profile.seal();
+  const sealed = traceHooks.sealed;
+  if (sealed !== null) {
+    try {
+      sealed(profile);
+    } catch (err) {
+      report(profile.config.onInternalError, err);
+    }
+  }
   if (!profile.entered) return;
   profile.entered = false;
   if (--open === 0 && releasesHooks) releaseSoon();
@@ -77,9 +87,9 @@ export const RELEASE_GRACE_MS = 20;
  * run finds nothing to release) and re-armed with refresh(): nothing allocated per close.
  * Unref'd, so it never keeps a process alive.
  *
- * Not refreshed at every close: under load the count of open profiles touches zero between nearly
- * every two requests (bench/RESULTS.md Run 13), and a close while the timer is pending only notes
- * that the grace must start over when it fires.
+ * Not refreshed at every close: under load the count of open profiles can touch zero between
+ * nearly every two requests, and a close while the timer is pending only notes that the grace
+ * must start over when it fires.
  */
 const releaseTimer: NodeJS.Timeout | null = releasesHooks ? setTimeout(release, RELEASE_GRACE_MS).unref() : null;
 /** The timer is pending (it is at load). */

@@ -1,7 +1,6 @@
 /**
  * JSON without the string: the memory store keeps a saved profile as the object it was given
- * and only needs its size, and `JSON.stringify` (4–5 µs for a 1 KB profile on this machine, the
- * largest single cost of a developer request with the store on) builds a string nobody reads.
+ * and only needs its size, and `JSON.stringify` builds a string nobody reads.
  *
  * Both functions follow `JSON.stringify`'s rules for what JSON data can hold: objects (own
  * enumerable keys in order), arrays, strings, numbers, booleans, null, members that are
@@ -20,21 +19,20 @@ export function jsonBytes(value: unknown): number {
 
 /**
  * `jsonBytes` of a profile miniprof sealed, whose nodes have only the fields nodeJSON writes:
- * the tree is measured field by field, without `jsonBytes`' key walk (for-in, a keyed load per
- * member, megamorphic across the nodes' shapes), which was most of the store's part of a
- * developer request. The top level and any custom timings take the general path.
+ * the tree is measured field by field, without `jsonBytes`' walk over every key. The top level and
+ * any custom timings take the general path.
  */
 export function profileBytes(p: ProfileJSON): number {
   // {"v":…,"id":…,"name":…,"machine":…,"started":…,"durationMs":…,"droppedSteps":…,"warnings":…,"root":…}
-  // `id` (a UUID, src/id.ts) and `started` (isoTime) are ASCII with nothing to escape: their length and
-  // two quotes. Not scanned: in a loop they took 0.1-0.5 µs each of this walk's ~1 µs, when both
-  // were still cons strings (bench/RESULTS.md Run 17; they are flattened since Run 18).
+  // `id` (crypto.randomUUID) and `started` (Date#toISOString) are ASCII with nothing to escape:
+  // their length and two quotes.
   let b = 5 + numberBytes(p.v) + 6 + (p.id.length + 2) + 8 + stringBytes(p.name) + 11 + stringBytes(p.machine) + 11 + (p.started.length + 2);
   b += 14 + numberBytes(p.durationMs) + 16 + numberBytes(p.droppedSteps) + 12 + bytes(p.warnings, 'warnings') + 8 + treeBytes(p.root);
   if (p.request !== undefined) b += 11 + bytes(p.request, 'request');
   if (p.customSummary !== undefined) b += 17 + bytes(p.customSummary, 'customSummary');
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
+  if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
   return b + 1;
 }
 
@@ -53,6 +51,13 @@ function treeBytes(t: TimingJSON): number {
   if (t.syncMs !== undefined) b += 10 + numberBytes(t.syncMs);
   if (t.blocking !== undefined) b += 16;
   if (t.parallelism !== undefined) b += 15 + numberBytes(t.parallelism);
+  if (t.traced !== undefined) b += 14;
+  // The analysis fields (src/analysis), on few steps: the general path.
+  if (t.heldMs !== undefined) b += 10 + numberBytes(t.heldMs);
+  if (t.blockingAmbiguous !== undefined) b += 25;
+  if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
+  if (t.serialized !== undefined) b += 18;
+  if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
   return b + 1;
 }
 
@@ -84,11 +89,9 @@ function bytes(v: unknown, key: string | number): number {
         return b;
       }
       let b = 1;
-      // for-in with `v.hasOwnProperty(k)` is what V8 optimizes best (no keys array, the check
-      // answered from the enum cache); data with its own "hasOwnProperty" key takes Object.hasOwn.
-      const plain = (v as { hasOwnProperty: unknown }).hasOwnProperty === OWN;
+      // Own enumerable keys in order, as JSON.stringify takes them.
       for (const k in v) {
-        if (plain ? !(v as object).hasOwnProperty(k) : !Object.hasOwn(v, k)) continue;
+        if (!Object.hasOwn(v, k)) continue;
         const e = bytes((v as Record<string, unknown>)[k], k);
         // Quoted key, colon, value, and a comma or the closing brace.
         if (e >= 0) b += keyBytes(k) + e + 2;
@@ -100,8 +103,6 @@ function bytes(v: unknown, key: string | number): number {
       return -1;
   }
 }
-
-const OWN = Object.prototype.hasOwnProperty;
 
 function copy(v: unknown, key: string | number): unknown {
   switch (typeof v) {

@@ -25,14 +25,10 @@ export function cut(s: string, max: number): string {
 }
 
 /**
- * `s` made flat while it is young. Strings built by concatenation are cons strings, trees of
- * small objects: `isoTime`'s start time (the profile keeps it, the store keeps the profile) and the
- * comment's kept name parts (src/render/text.ts). Each copy out of a tree walks it, and the
- * scavenger copies it until it is promoted. Reading one character makes V8 flatten it once, here:
- * with the id, before src/id.ts made it flat, -14,800 instructions per Fastify developer request
- * (-19,800 on Node 24) and -5,400 to -9,000 per Express one, nearly all of it GC (bench/RESULTS.md
- * Run 18). The character code goes to a module variable so that the optimizing compiler cannot
- * drop the read.
+ * `s` made flat once, while it is young. A string built by concatenation is a tree of small
+ * pieces; the comment's name parts (src/render/text.ts) are kept across requests and copied out
+ * again and again, and each copy out of a tree walks it. Reading one character makes V8 flatten
+ * it; the character code goes to a module variable so that the read is not dropped.
  */
 export function flat(s: string): string {
   charSink ^= s.charCodeAt(0);

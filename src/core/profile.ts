@@ -1,12 +1,16 @@
-import { CustomNode, F_ERROR, F_SYNC, RUNNING, TimingNode } from './timing.js';
+import { CustomNode, F_ERROR, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
+import { analyseFanOut } from '../analysis/fanout.js';
+import { attributeStalls, MAX_STALLS, type Stalls } from '../analysis/blocking.js';
+import { loopCredit } from '../analysis/loop.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
 import { flat } from './names.js';
 import type { Linked } from './linked.js';
+import { traceHooks, validTraceId, type TraceRef } from './trace.js';
 
 const MAX_WARNINGS = 20;
 
@@ -30,7 +34,7 @@ export class Profile implements Linked {
   readonly warnings: string[];
   /** @internal */ readonly config: CoreConfig;
   /** @internal */ readonly t0: number;
-  /** @internal */ root: TimingNode;
+  /** @internal */ root: TimingNode<Profile>;
   /** @internal steps and custom timings recorded so far, against `maxSteps`. */
   count: number;
   /**
@@ -50,12 +54,23 @@ export class Profile implements Linked {
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
-  /** @internal Entered with runInProfile and not yet closed (src/context.ts). */
+  /** @internal Stalls of more than `blockingMs` seen while open (src/analysis/blocking.ts); null until one. */
+  stalls: Stalls | null;
+  /** @internal Entered with runInProfile and not yet closed (src/core/context.ts). */
   entered: boolean;
-  /** @internal Links in the event-loop sampler's set of open profiles (src/linked.ts). */
+  /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
   prevLink: Linked | null;
   /** @internal */
   nextLink: Linked | null;
+  /** The id of the OpenTelemetry trace that was active as the profile opened (miniprof/otel). */
+  readonly traceId: string | undefined;
+  /** @internal That span's context, for exportProfile: the parent of the exported steps. */
+  readonly trace: TraceRef | undefined;
+  /**
+   * @internal Calls in flight that both miniprof's own instrumentation and an OpenTelemetry span
+   * may report (src/instrument/record.ts); null until the first, and again once sealed.
+   */
+  pending: Pending[] | null;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -74,6 +89,7 @@ export class Profile implements Linked {
     this.count = 0;
     this.customs = null;
     this.loopDelayMs = 0;
+    this.stalls = null;
     this.entered = false;
     this.prevLink = null;
     this.nextLink = null;
@@ -85,6 +101,9 @@ export class Profile implements Linked {
     this.sealedBound = -1;
     this.extraWarnings = 0;
     this.clockFailed = false;
+    this.pending = null;
+    this.trace = activeTrace(config);
+    this.traceId = this.trace?.traceId;
     // A clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
     this.t0 = toNumber(config.clock());
     this.root = new TimingNode(name, null, this, 0);
@@ -92,14 +111,8 @@ export class Profile implements Linked {
 
   /**
    * @internal Whole microseconds since the profile started, on its monotonic clock. Microsecond
-   * precision is all a clock on a VM gives (and all the JSON shows); whole numbers are what V8
-   * stores in a node's fields as they are, where a fractional one is a 16-byte HeapNumber per
-   * field, up to three per node (bench/micro `--mem`: 184 -> 134 bytes per async step). Past
-   * 2^30 µs (17.9 minutes) V8 boxes them again, correct but bigger.
-   *
-   * Rounded as `floor(x + 0.5)`, not `Math.round`: the same whole number but within one ulp of
-   * a half, about 3 ns less a read on Node 20, and a sync step reads twice (bench/RESULTS.md
-   * Run 22). It also never gives -0, which V8 would box.
+   * precision is all a clock on a VM gives (and all the JSON shows), and whole numbers keep each
+   * node small. Rounded as `floor(x + 0.5)`, which never gives -0.
    *
    * An injected clock that throws is the profiler's fault, not the app's: it is reported once
    * and reads as the start from then on, so the app's steps (and the seal) keep working.
@@ -132,6 +145,21 @@ export class Profile implements Linked {
     const list = this.customs.get(parent);
     if (list === undefined) this.customs.set(parent, [c]);
     else list.push(c);
+  }
+
+  /**
+   * @internal The loop was busy without a break over `[fromUs, toUs]` (src/analysis/loop.ts). The
+   * same stall seen again later (at a freeze, then at the tick) starts at the same time: extended.
+   */
+  addStall(fromUs: number, toUs: number, shared: boolean): void {
+    const s = this.stalls;
+    if (s !== null && s[s.length - 3] === fromUs) {
+      if (toUs > s[s.length - 2]!) s[s.length - 2] = toUs;
+      if (shared) s[s.length - 1] = 1;
+      return;
+    }
+    if (s === null) this.stalls = [fromUs, toUs, shared ? 1 : 0];
+    else if (s.length < 3 * MAX_STALLS) s.push(fromUs, toUs, shared ? 1 : 0);
   }
 
   /** @internal Warnings are bounded like everything else a request can make. */
@@ -169,6 +197,7 @@ export class Profile implements Linked {
     this.sealedBound = withRequest(bound, json.request);
     detach(this.root);
     this.customs = null;
+    this.pending = null;
     return json;
   }
 
@@ -196,6 +225,8 @@ export class Profile implements Linked {
    */
   freeze(): ProfileJSON {
     if (this.sealedJSON !== null) return this.sealedJSON;
+    // A stall in the work that just finished the response is seen before the monitor's next tick.
+    loopCredit(this);
     sawRunning = false;
     const json = this.snapshot(false);
     // A running step or custom timing would be measured to a later "now" at the seal.
@@ -211,12 +242,17 @@ export class Profile implements Linked {
 
   /**
    * Everything that can change a profile with nothing running: steps and custom timings added
-   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay. Ends and
-   * moves only happen to running nodes, which `freeze` ruled out. Read only at freeze and seal,
-   * so the step hot path pays nothing for it.
+   * (`count`) or dropped, warnings, the root's flags (`failRoot`), the event-loop delay and its
+   * stalls. Ends and moves only happen to running nodes, which `freeze` ruled out. Read only at
+   * freeze and seal, so the step hot path pays nothing for it.
    */
   private key(): number[] {
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut()];
+    const s = this.stalls;
+    const n = s === null ? 0 : s.length;
+    // The last stall can still grow (addStall) or turn out shared.
+    const lastEnd = n === 0 ? 0 : s![n - 2]!;
+    const lastShared = n === 0 ? 0 : s![n - 1]!;
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
@@ -239,8 +275,8 @@ export class Profile implements Linked {
 
   /**
    * `own`: the caller's own copy (`toJSON`), every array its own. Otherwise miniprof's (outputs,
-   * seal, store), whose leaves (and an empty `warnings`) share one frozen empty array: an array per
-   * leaf (8 of the bench page's 11 nodes) was allocated, and kept by the store, for nothing.
+   * seal, store), whose leaves (and an empty `warnings`) share one frozen empty array: most nodes
+   * are leaves, and the store would keep an empty array for each.
    */
   private snapshot(own: boolean): ProfileJSON {
     const now = this.nowUs();
@@ -250,6 +286,7 @@ export class Profile implements Linked {
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
+    wide = false;
     let root: TimingJSON;
     try {
       root = nodeJSON(this.root, now, this.config.blockingMs * 1000);
@@ -257,10 +294,8 @@ export class Profile implements Linked {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
     }
-    // Literals rather than spreads of optional parts, and no custom-timing walk for a tree without
-    // any: this runs once per developer request (the seal reuses it). Two literals, not one with
-    // `request` and `root` added after: those would live outside the object, +3,100 instructions
-    // per Fastify developer request (`open` row, side by side).
+    // No custom-timing walk for a tree without any: this runs once per developer request (the
+    // seal reuses it). The key order is the JSON's: `request` before `root`.
     const started = new Date(this.startedAt).toISOString();
     const json: ProfileJSON =
       this.request === undefined
@@ -278,13 +313,17 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact) : undefined;
+    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
     }
+    // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
+    if (wide) boundNow += analyseFanOut(root, custom?.similar);
+    if (this.stalls !== null) boundNow += attributeStalls(root, this.stalls, this.config.blockingMs);
     const loop = this.loopOut();
     if (loop !== -1) json.eventLoopDelayMs = loop;
+    if (this.traceId !== undefined) json.traceId = this.traceId;
     this.snapBound = topBound(json, custom === undefined ? boundNow : boundNow + custom.bound);
     return json;
   }
@@ -293,8 +332,7 @@ export class Profile implements Linked {
    * @internal At least the UTF-8 length of the sealed JSON (`profileBytes(data())`), or -1 when
    * not known: not sealed yet, or a `request` member the adapters would not write. Found while the
    * snapshot was built (custom timings by analyseCustom), so the memory store can leave the exact
-   * walk (7-9k instructions per developer request) until its byte bound could be reached
-   * (bench/RESULTS.md Run 24).
+   * walk until its byte bound could be reached.
    */
   jsonBound(): number {
     return this.sealedJSON === null ? -1 : this.sealedBound;
@@ -316,8 +354,8 @@ function requestJSON(r: RequestInfo): RequestInfo {
  * A node's JSON is at most 6 bytes per UTF-16 unit of its name (`\u00XX` is the longest escape;
  * a surrogate pair is 4 bytes) plus this: its four keys and punctuation (48), two numbers of at
  * most 24 characters (the longest a double prints as), every optional member (error 13,
- * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24), a comma in its parent's list
- * and the name's quotes: 219, rounded up.
+ * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14), a comma in its
+ * parent's list and the name's quotes: 233, rounded up.
  */
 const NODE_BOUND = 256;
 /** The tree's part of the bound, summed by nodeJSON. */
@@ -337,6 +375,8 @@ function topBound(p: ProfileJSON, tree: number): number {
   let b = 128 + 4 * 24 + tree + strBound(p.id) + strBound(p.name) + strBound(p.machine) + strBound(p.started);
   const w = p.warnings;
   for (let i = 0; i < w.length; i++) b += strBound(w[i]!) + 1;
+  // `,"traceId":` and the id's 32 hex digits in quotes.
+  if (p.traceId !== undefined) b += 11 + strBound(p.traceId);
   return b;
 }
 
@@ -353,6 +393,8 @@ function withRequest(b: number, r: RequestInfo | undefined): number {
   return b + 48 + 24 + strBound(r.method) + strBound(r.path);
 }
 
+/** Set by nodeJSON when a step has MIN_GROUP (3) children or custom timings: worth a fan-out look. */
+let wide = false;
 /** Set by nodeJSON/customJSON when they measured something still running (for `freeze`). */
 let sawRunning = false;
 /** A leaf's `children` in miniprof's own snapshots (null: a new array per leaf), and an empty `warnings`. */
@@ -374,9 +416,14 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
     children: node.children === null ? (leafChildren ?? []) : childrenJSON(node.children, now, blockingUs),
   };
   const custom = customsNow === null ? undefined : customsNow.get(node);
-  if (custom !== undefined) out.custom = customsJSON(custom, now);
+  if (custom !== undefined) {
+    out.custom = customsJSON(custom, now);
+    if (custom.length >= 3) wide = true;
+  }
+  if (out.children.length >= 3) wide = true;
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
+  if ((node.flags & F_TRACED) !== 0) out.traced = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
   // A synchronous callback step blocked the loop for all of its duration.
   const sync = (node.flags & F_SYNC) !== 0 ? node.durationUs : node.syncUs;
@@ -386,10 +433,8 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
 }
 
 /**
- * A parent's children, each as JSON. Not `map`: its callback was a new closure per parent, and a
- * closure's first call goes through V8's CompileLazy. Not `push` onto `[]` either: that leaves
- * spare capacity (16 slots) in every list the results store keeps. A copy of the live list has the
- * exact length and stays packed when its elements are overwritten.
+ * A parent's children, each as JSON, in a list of exactly their length: the results store keeps
+ * these lists, and one grown by `push` would keep spare room.
  */
 function childrenJSON(children: TimingNode[], now: number, blockingUs: number): TimingJSON[] {
   const out = children.slice() as unknown as TimingJSON[];
@@ -434,6 +479,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   };
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
+  if ((c.flags & F_TRACED) !== 0) out.traced = true;
   return out;
 }
 
@@ -443,12 +489,27 @@ function detach(root: TimingNode): void {
   while (stack.length > 0) {
     const n = stack.pop()!;
     const children = n.children;
-    // Indexed: for-of's array iterator is a builtin call per element until this is optimized.
     if (children !== null) for (let i = 0; i < children.length; i++) stack.push(children[i]!);
     n.children = null;
     n.parent = null;
     n.profile = null;
     n.link = null;
+  }
+}
+
+/**
+ * The span active as the profile opens, when miniprof/otel asked for it. The hook is OpenTelemetry
+ * code; a fault in it is the profiler's, reported, and the profile opens without a trace id.
+ */
+function activeTrace(config: CoreConfig): TraceRef | undefined {
+  const active = traceHooks.active;
+  if (active === null) return undefined;
+  try {
+    const ref = active();
+    return ref !== undefined && validTraceId(ref.traceId) ? ref : undefined;
+  } catch (err) {
+    report(config.onInternalError, err);
+    return undefined;
   }
 }
 

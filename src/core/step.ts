@@ -42,7 +42,7 @@ export function step<T>(name: string, fn?: () => T): T | Timing {
 }
 
 /** The parent a new step goes under, or null when maxSteps or maxDepth drops it (counted). */
-function admitted(scope: TimingNode): TimingNode | null {
+function admitted(scope: TimingNode<Profile>): TimingNode<Profile> | null {
   const parent = parentIn(scope);
   return admit(scope.profile!, parent) ? parent : null;
 }
@@ -124,7 +124,7 @@ function admit(profile: Profile, parent: TimingNode): boolean {
 }
 
 /** A step admitted under `parent`: `fn` runs as its store. */
-function run<T>(profile: Profile, parent: TimingNode, name: string, fn: () => T): T {
+function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn: () => T): T {
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
   let r: T;
   try {
@@ -158,7 +158,7 @@ function run<T>(profile: Profile, parent: TimingNode, name: string, fn: () => T)
 
 const nativeThen = Promise.prototype.then;
 
-function open(scope: TimingNode, profile: Profile, name: string): Timing {
+function open(scope: TimingNode<Profile>, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
   if (!admit(profile, parent)) return NOOP_TIMING;
   const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());

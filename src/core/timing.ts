@@ -1,4 +1,11 @@
-import type { Profile } from './profile.js';
+/**
+ * What a live node needs from the profile it belongs to: its clock and a place for warnings.
+ * `Profile` is the one implementation; declared here so that this module needs nothing from it.
+ */
+export interface NodeOwner {
+  nowUs(): number;
+  warn(message: string): void;
+}
 
 /**
  * What `step(name)` returns. Stop it with `t.stop()` or let `using` dispose of it; `stop()` is
@@ -20,8 +27,16 @@ export const F_ERROR = 1;
 export const F_USING = 2;
 /** A callback step whose `fn` returned a plain value: all of it ran synchronously. */
 export const F_SYNC = 4;
+/**
+ * An OpenTelemetry span covers this step or custom timing: it was made from one, or it is
+ * miniprof's own timing of a call a span also saw (src/instrument/spans.ts). It is in the trace
+ * already, so `exportProfile` leaves it out, and the JSON says `traced`.
+ */
+export const F_TRACED = 8;
+/** A custom timing a span opened and will close (not one miniprof's own instrumentation took over). */
+export const F_SPAN = 16;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 3;
+const DEPTH_SHIFT = 4;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -40,6 +55,17 @@ export class CustomNode {
 }
 
 /**
+ * A call in flight that miniprof's own instrumentation (`own`) or an OpenTelemetry span opened,
+ * and that the other may report too: `lib` names the library (src/instrument/record.ts).
+ */
+export interface Pending {
+  readonly lib: string;
+  readonly parent: TimingNode;
+  readonly node: CustomNode;
+  readonly own: boolean;
+}
+
+/**
  * A live step. It is also the AsyncLocalStorage store of the code it wraps, so a new step finds
  * its parent with one `getStore()`. All fields are set in the constructor so every node shares
  * one hidden class. When the profile is sealed the node is cut loose (profile, parent, children
@@ -47,26 +73,25 @@ export class CustomNode {
  * are kept by its profile (`Profile.customs`), not in a field: most steps have none, and a field
  * is 8 bytes more per step.
  */
-export class TimingNode implements Timing {
+export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
-  /** F_ERROR, F_USING, F_SYNC, and the depth above them. */
+  /** F_ERROR, F_USING, F_SYNC, F_TRACED, and the depth above them. */
   flags: number;
-  children: TimingNode[] | null;
-  parent: TimingNode | null;
-  profile: Profile | null;
+  children: TimingNode<P>[] | null;
+  parent: TimingNode<P> | null;
+  profile: P | null;
   /**
    * For a `using` timing (F_USING): the store (scope) it was opened in, so stop() can pop it.
    * For a scope (the root, a callback step): the innermost `using` timing opened in it and still
-   * running. A `using` timing is never a scope, so one field serves both: a field less per node
-   * is 8 bytes less per step (bench/micro `--mem`).
+   * running. A `using` timing is never a scope, so one field serves both.
    */
-  link: TimingNode | null;
+  link: TimingNode<P> | null;
   /** For a callback step that returned a thenable: how long `fn` ran before returning; else -1. */
   syncUs: number;
 
-  constructor(name: string, parent: TimingNode | null, profile: Profile, startUs: number) {
+  constructor(name: string, parent: TimingNode<P> | null, profile: P, startUs: number) {
     this.name = name;
     this.startUs = startUs;
     this.durationUs = RUNNING;
@@ -88,7 +113,7 @@ export class TimingNode implements Timing {
   }
 
   /** @internal Record the end. Negative spans (a clock that went backwards) become 0. */
-  end(profile: Profile, flags: number): void {
+  end(profile: NodeOwner, flags: number): void {
     const d = profile.nowUs() - this.startUs;
     this.durationUs = d > 0 ? d : 0;
     this.flags |= flags;
@@ -111,7 +136,7 @@ export class TimingNode implements Timing {
  * scope itself; a stopped one gives way to its nearest running ancestor (a timer that fires
  * after its step ended still lands in the tree, one level up).
  */
-export function parentIn(scope: TimingNode): TimingNode {
+export function parentIn<P extends NodeOwner>(scope: TimingNode<P>): TimingNode<P> {
   let p = scope.link ?? scope;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
   return p;
@@ -123,7 +148,7 @@ export function parentIn(scope: TimingNode): TimingNode {
  * async branches sharing one scope): the timing opened inside it is moved up to be its sibling
  * and the profile says why, rather than keeping a tree that claims one contained the other.
  */
-function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
+function popUsing<P extends NodeOwner>(scope: TimingNode<P>, t: TimingNode<P>, profile: NodeOwner): void {
   if (scope.link === t) {
     let c = t.parent;
     while (c !== null && openedIn(c, scope) && c.durationUs !== RUNNING) c = c.parent;
@@ -145,6 +170,6 @@ function popUsing(scope: TimingNode, t: TimingNode, profile: Profile): void {
 }
 
 /** Whether `t` is a `using` timing opened in `scope`. */
-function openedIn(t: TimingNode, scope: TimingNode): boolean {
+function openedIn(t: TimingNode<NodeOwner>, scope: TimingNode<NodeOwner>): boolean {
   return (t.flags & F_USING) !== 0 && t.link === scope;
 }

@@ -4,8 +4,17 @@
 export interface CategorySummaryJSON {
   category: string;
   count: number;
+  /** The timings' durations summed (parallel ones each counted). */
   durationMs: number;
-  /** Timings whose exact command (with its values) ran more than once. */
+  /**
+   * Wall time: how long at least one timing of this category was running (the union of their
+   * intervals within the request), never more than the profile's `durationMs`.
+   */
+  wallMs: number;
+  /**
+   * Timings whose category, command and values (parameters included) all match another timing's
+   * in this profile: the same call made again.
+   */
   duplicate: number;
   /** Timings in a group of similar commands (same shape once values are masked). */
   similar: number;
@@ -29,10 +38,16 @@ export interface CustomTimingJSON {
   durationMs: number;
   error?: true;
   unfinished?: true;
-  /** The same category and command, values included, ran more than once in this profile. */
+  /**
+   * Another custom timing of this profile has the same category, the same command and the same
+   * values (parameters included): the very same call was made again. A command cut at
+   * `maxCommandLength` (ending in `...`) never counts, as its values are not all known.
+   */
   duplicate?: true;
   /** The id of this command's group of similar commands (`ProfileJSON.similar`), if it has one. */
   similar?: number;
+  /** An OpenTelemetry span covers this call (miniprof/otel): it is in the trace already. */
+  traced?: true;
 }
 
 /** One step in the v1 JSON. `children` is always present; the rest only when it applies. */
@@ -46,13 +61,49 @@ export interface TimingJSON {
   unfinished?: true;
   /** For a callback step that returned a promise: how long `fn` ran before it returned. */
   syncMs?: number;
-  /** Its synchronous part (`syncMs`, or the whole of a synchronous step) exceeded `blockingMs`. */
+  /**
+   * It held the event loop past `blockingMs`: its synchronous start (`syncMs`, or the whole of a
+   * synchronous step), or synchronous work later, after an await (`heldMs`).
+   */
   blocking?: true;
   /**
+   * How long the event loop was held while this step was the innermost step running, beyond its
+   * synchronous start (`syncMs`): synchronous work after an `await`. Measured by the event-loop
+   * monitor (default clock only), so it may read up to its 10 ms resolution short.
+   */
+  heldMs?: number;
+  /**
+   * The stall counted in `heldMs` happened while other steps of this profile (each flagged too)
+   * or another profile were also running: any of them may have held the loop.
+   */
+  blockingAmbiguous?: true;
+  /**
    * When two or more children overlapped in time: the sum of their durations over this step's
-   * (≈N when N ran in parallel, ≈1 when they really took turns).
+   * (≈N when N ran in parallel, ≈(N+1)/2 when started together but served one at a time).
    */
   parallelism?: number;
+  /**
+   * For ≥ 3 children of the same name (or ≥ 3 similar custom timings) started together: how many
+   * of them actually ran at once, from 1 (one at a time) to their count (all in parallel).
+   */
+  concurrency?: number;
+  /** `concurrency` is below 1.5: the children started together but ran one at a time. */
+  serialized?: true;
+  /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
+  traced?: true;
+  /** The group `concurrency` was estimated from (the most serialized one, if several). */
+  fanOut?: FanOutJSON;
+}
+
+/** A group of similar children started together (see `TimingJSON.concurrency`). */
+export interface FanOutJSON {
+  /** The steps' name; for custom timings, their shared shape (as in `ProfileJSON.similar`). */
+  name: string;
+  /** How many of them were measured. */
+  count: number;
+  /** For custom timings only: their category and similar-group id. */
+  category?: string;
+  similar?: number;
 }
 
 /** What an HTTP adapter knows about the request; the path never has a query string. */
@@ -84,4 +135,6 @@ export interface ProfileJSON {
    * (measured against real time, so only with the default clock).
    */
   eventLoopDelayMs?: number;
+  /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
+  traceId?: string;
 }

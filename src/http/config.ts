@@ -3,6 +3,7 @@ import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resol
 import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
 import { localDeveloper, type Headers } from './proxy.js';
+import type { BadgeOptions } from './badge.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
@@ -64,6 +65,13 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * server on loopback under its own host name. Default: unset (any host).
    */
   allowedHosts?: readonly string[];
+  /**
+   * The in-page badge: pages that get the comment also get one external
+   * `<script src="<basePath>/badge.js?v=…" defer>` (with the app's CSP nonce), a corner button
+   * with the page's time that opens its tree and lists the page's later `fetch`/XHR profiles.
+   * Default true when `results` is on; `false` turns it off; or `{ position, nonce }`.
+   */
+  badge?: boolean | BadgeOptions<Req>;
 }
 
 /** @internal */

@@ -9,11 +9,9 @@ export interface Expiring extends Linked {
 }
 
 /**
- * Every open developer response's maxDurationMs, on one shared timer. A timer per request cost
- * about 42,000 instructions on Node 20 (8% of a profiled Fastify request, bench/instructions with
- * IN_FLIGHT=1): the Timeout's async-hooks init, its duration list made and dropped, unref,
- * clearTimeout. Here a request costs linking and unlinking itself: not even a Set, whose table
- * would be reallocated as responses come and go (src/linked.ts).
+ * Every open developer response's maxDurationMs, on one shared, unref'd timer: a request only
+ * links and unlinks itself (src/core/linked.ts), and no Timeout per request is created, seen by
+ * async_hooks users, and cleared again.
  *
  * The timer is armed for the earliest deadline it knows. New responses nearly always have a
  * later one (deadlines only differ when apps have different maxDurationMs), so it is rarely

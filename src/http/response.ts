@@ -1,19 +1,18 @@
-import { OutgoingMessage, ServerResponse } from 'node:http';
 import { closeProfile } from '../core/context.js';
 import { debug, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import { Profile } from '../core/profile.js';
 import type { ProfileJSON } from '../core/types.js';
-import { renderServerTiming } from '../render/server-timing.js';
-import { renderHtmlComment } from '../render/text.js';
-import type { HttpConfig } from './config.js';
+import { badgeTag } from './badge.js';
 import { uncacheable } from './cache.js';
-import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
-import { linkHeaders, saveProfile } from '../results/save.js';
-import { unwatch, watch, type Expiring } from './deadline.js';
 import type { Linked } from '../core/linked.js';
 import { monotonic } from '../core/clock.js';
-import type { HeaderTarget } from '../results/save.js';
+import { renderServerTiming } from '../render/server-timing.js';
+import { renderHtmlComment } from '../render/text.js';
+import { linkHeaders, saveProfile, type HeaderTarget } from '../results/save.js';
+import type { HttpConfig } from './config.js';
+import { unwatch, watch, type Expiring } from './deadline.js';
+import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -30,9 +29,10 @@ function pathOf(url: string | undefined): string {
 }
 
 /**
- * The adapter-independent half of one developer request: the profile, the header written at
- * `writeHead`, the comment spliced into a whole HTML body, the seal on close. Every entry point
- * catches its own faults and reports them: the app's response must be what it would have been.
+ * The adapter-independent half of one developer request: the profile, the headers written when
+ * the head goes out, the comment spliced into a whole HTML body, the seal on close. Every entry
+ * point catches its own faults and reports them: the app's response must be what it would have
+ * been.
  */
 export class ProfiledResponse implements Expiring {
   readonly profile: Profile;
@@ -42,48 +42,32 @@ export class ProfiledResponse implements Expiring {
   private frozen: ProfileJSON | null = null;
   /** Set for Fastify's `reply.hijack()`: the app writes the raw response itself. */
   hijacked = false;
-  /** Our headers were written: by writeHeadWith, at the first writeHead only. */
-  headersWritten = false;
   /**
-   * The status the first writeHead sent (writeHeadWith), 0 before: the request's status at close
-   * without reading `res.statusCode`, a stub-cache miss on Express (its `res` has a hidden class
-   * of its own by then).
+   * The status as the head went out, 0 before. Recorded then rather than read at close: on-headers
+   * sets `statusCode` at every writeHead call, also a second one that Node refuses, and an app
+   * may change `statusCode` after the head is sent; neither changes what the client got.
    */
-  sentStatus = 0;
-  /**
-   * The response emitted 'finish' (set by the Express adapter's shared `emit`): with the socket not
-   * reset, delivered. Seen as it happens rather than read from `res` at close (see delivered).
-   */
-  flushed = false;
-
-  /** The request's socket, where the adapter has it at hand (see delivered); undefined: `res.req.socket`. */
-  socket: { errored?: unknown } | null | undefined;
-
+  private headStatus = 0;
   /** Whose profile this is, for the store; undefined when results are off. */
   private readonly owner: string | undefined;
+  /** @internal Set by watch(). */
+  deadlineAt = 0;
+  /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
+  prevLink: Linked | null = null;
+  /** @internal */
+  nextLink: Linked | null = null;
 
   constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string) {
     this.cfg = cfg;
     this.owner = owner;
-    this.socket = undefined;
     this.method = method ?? 'GET';
     const path = toText(pathOf(url), cfg.core.maxNameLength);
     this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
-    // and with it the promise hooks, open forever.
-    this.deadlineAt = 0;
-    this.prevLink = null;
-    this.nextLink = null;
-    // The profile's start is that same reading when it runs on the default clock: one read less.
+    // and with it the promise hooks, open forever. The deadline is on real time even when the
+    // profile has an injected clock.
     watch(this, cfg.maxDurationMs, cfg.core.clock === monotonic ? this.profile.t0 : performance.now());
   }
-
-  /** @internal Set by watch(). */
-  deadlineAt: number;
-  /** @internal Links in the set of responses waiting for their deadline (src/linked.ts). */
-  prevLink: Linked | null;
-  /** @internal */
-  nextLink: Linked | null;
 
   /**
    * A whole body is being handed over: the response is complete as far as the app is concerned,
@@ -94,7 +78,8 @@ export class ProfiledResponse implements Expiring {
     try {
       this.profile.stopRoot();
       this.frozen = this.profile.freeze();
-      if (!this.cfg.htmlComment) return null;
+      const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
+      if (!this.cfg.htmlComment && badge === null) return null;
       let mode = injectable(h, status, this.method, body);
       if (mode === null) return null;
       const declared = h.getHeader('content-length');
@@ -102,26 +87,31 @@ export class ProfiledResponse implements Expiring {
         debug('no comment: Content-Length %s does not match the body', String(declared));
         return null;
       }
-      // 'utf8' is what Express's send passes with every string: no regex for the common case.
-      if (typeof body === 'string' && typeof encoding === 'string' && encoding !== 'utf8') {
+      if (typeof body === 'string' && typeof encoding === 'string') {
         if (!TEXT_ENCODINGS.test(encoding)) {
           debug('no comment: string body in %s encoding', encoding);
           return null;
         }
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
-      return splice(body as Body, renderHtmlComment(this.frozen, { ascii: mode === 'ascii' }));
+      // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
+      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, h, this.cfg.core.onInternalError);
+      return this.comment(body as Body, mode, tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
       return null;
     }
   }
 
-  /**
-   * From the `writeHead` hook: cache safety and `Server-Timing`, set on the response or in the
-   * headers given to writeHead (see writeHeadWith).
-   */
-  writeHeaders(h: HeaderTarget): void {
+  /** The comment and the badge's tag into the body: `mode` says whether they must be pure ASCII. */
+  private comment(body: Body, mode: 'utf8' | 'ascii', tag: string): Body | null {
+    const comment = this.cfg.htmlComment ? renderHtmlComment(this.frozen!, { ascii: mode === 'ascii' }) : '';
+    return comment === '' && tag === '' ? null : splice(body, comment + tag);
+  }
+
+  /** As the head goes out with `status`: cache safety, the id and link, and `Server-Timing`. */
+  headers(h: HeaderTarget, status: unknown): void {
+    this.headStatus = Number(status) | 0;
     if (this.hijacked) return;
     try {
       uncacheable(h);
@@ -132,25 +122,29 @@ export class ProfiledResponse implements Expiring {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
-      const value = renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes: st.maxBytes });
-      const prev = h.getHeader('server-timing');
-      if (prev === undefined) h.setHeader('Server-Timing', value);
-      else if (Array.isArray(prev)) h.setHeader('Server-Timing', [...prev, value]);
-      else h.setHeader('Server-Timing', `${String(prev)}, ${value}`);
+      appendServerTiming(h, this.serverTimingValue(st.maxBytes));
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }
   }
 
+  /** The `Server-Timing` value, from the same JSON as the comment when a whole body was seen. */
+  private serverTimingValue(maxBytes: number): string {
+    // With the badge, the profile's id too: the page finds the profile of each of its fetch calls
+    // in PerformanceResourceTiming.serverTiming, without patching fetch.
+    const id = this.owner !== undefined && this.cfg.results !== null && this.cfg.results.badge !== null;
+    return renderServerTiming(this.frozen ?? this.profile.data(), { maxBytes, id });
+  }
+
   /**
-   * The response closed (finished or aborted): record how, seal once. `finished` defaults to
-   * {@link delivered}; an adapter that saw 'finish' says so (light-my-request, behind Fastify's
-   * `inject`, emits 'finish' but never sets `writableFinished`).
+   * The response closed: record its status (`status`, the response's own, counts only when no
+   * head went out through our hook) and whether it was finished or aborted, seal once, save. A
+   * second call finds the profile sealed.
    */
-  finish(res: ServerResponse, finished = delivered(res, this.socket)): void {
+  close(status: number, finished: boolean): void {
     try {
       const req = this.profile.request!;
-      req.status = this.sentStatus !== 0 ? this.sentStatus : res.statusCode;
+      req.status = this.headStatus !== 0 ? this.headStatus : status;
       if (!finished) req.aborted = true;
       unwatch(this);
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
@@ -178,35 +172,16 @@ export class ProfiledResponse implements Expiring {
 
   private save(): void {
     const r = this.cfg.results;
-    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound());
+    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound(), r.keepNotFound);
   }
 }
 
-/**
- * Ended and flushed to the client. Node 20 and 22 emit 'finish', and then read `writableFinished`
- * true, for a response whose connection was reset while its end was still being written (a client
- * that left during a large body); Node 24 does not. The request's socket keeps that reset.
- */
-export function delivered(res: ServerResponse, socket?: { errored?: unknown } | null): boolean {
-  // HTTP/2 (Fastify's `http2: true`): a response's `writableFinished` reads true once its stream
-  // is closed, also when the client reset it before anything was sent; the stream says which.
-  // Told apart without loading node:http2 for everyone: HTTP/1 responses (light-my-request's too)
-  // are ServerResponses.
-  if (!(res instanceof ServerResponse)) {
-    const h2 = res as { writableEnded: boolean; stream?: { aborted?: boolean } };
-    return h2.writableEnded && h2.stream?.aborted !== true;
-  }
-  // The getter called, and the socket passed, rather than read from `res`: on Express each read of
-  // a property of `res` is a stub-cache miss (its hidden class is new per request).
-  return WRITABLE_FINISHED.call(res) === true && (socket === undefined ? res.req?.socket : socket)?.errored == null;
-}
-
-const WRITABLE_FINISHED = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'writableFinished')!.get!;
-const HEADERS_SENT = Object.getOwnPropertyDescriptor(OutgoingMessage.prototype, 'headersSent')!.get!;
-
-/** `res.headersSent`, without looking the getter up on `res` (see delivered). */
-export function headersSent(res: ServerResponse): boolean {
-  return HEADERS_SENT.call(res) === true;
+/** Appended, never replacing a `Server-Timing` the app set (a string or a list). */
+function appendServerTiming(h: HeaderTarget, value: string): void {
+  const prev = h.getHeader('server-timing');
+  if (prev === undefined) h.setHeader('Server-Timing', value);
+  else if (Array.isArray(prev)) h.setHeader('Server-Timing', [...prev, value]);
+  else h.setHeader('Server-Timing', `${String(prev)}, ${value}`);
 }
 
 /** `Timing-Allow-Origin` is a list (and may be set as an array): `*` anywhere in it opens it to all. */
@@ -216,8 +191,21 @@ function allowsAnyOrigin(v: unknown): boolean {
 
 /** Conditional headers would let the framework answer 304 with an old, unprofiled page. */
 export function stripConditionals(headers: Record<string, unknown>): void {
-  // Looked up first: `delete` of a key that is not there (most requests) is still a runtime call,
-  // ~100 ns against ~10 (scratch micro, Node 20).
-  if (headers['if-none-match'] !== undefined) delete headers['if-none-match'];
-  if (headers['if-modified-since'] !== undefined) delete headers['if-modified-since'];
+  delete headers['if-none-match'];
+  delete headers['if-modified-since'];
+}
+
+/**
+ * Open a developer request's profile, or null when setting up failed (the fault is reported and
+ * the request goes on unprofiled: setting up is the profiler's business, not the app's).
+ */
+export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>): ProfiledResponse | null {
+  try {
+    const p = new ProfiledResponse(cfg, method, url, owner);
+    stripConditionals(headers);
+    return p;
+  } catch (err) {
+    report(cfg.core.onInternalError, err);
+    return null;
+  }
 }

@@ -34,13 +34,13 @@ export function instrument(): void {
   subscribed = true;
   undici();
   httpClient();
-  traced('ioredis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 0));
-  traced('node-redis:command', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 1));
+  traced('ioredis:command', 'ioredis', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 0));
+  traced('node-redis:command', 'node-redis', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 1));
   // A node-redis MULTI sends its commands without a command event each (a pipeline has them).
-  traced('node-redis:batch', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI');
-  traced('mysql2:query', 'sql', sqlOf);
+  traced('node-redis:batch', 'node-redis', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI');
+  traced('mysql2:query', 'mysql2', 'sql', sqlOf);
   // execute() sends its values apart from the text (a prepared statement).
-  traced('mysql2:execute', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
+  traced('mysql2:execute', 'mysql2', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
 }
 
 type Ctx = Record<string, unknown> & { error?: unknown };
@@ -60,12 +60,12 @@ function sqlOf(ctx: Ctx): string {
  * One TracingChannel: open at `start` (the caller's context), close at `asyncEnd`, or at `end`
  * when the call threw synchronously (then there is no async part).
  */
-function traced(name: string, category: string, command: (ctx: Ctx) => string, accept?: (ctx: Ctx) => boolean): void {
+function traced(name: string, lib: string, category: string, command: (ctx: Ctx) => string, accept?: (ctx: Ctx) => boolean): void {
   const open = new WeakMap<object, OpenCall>();
   dc.tracingChannel(name).subscribe({
     start(ctx: Ctx) {
       if (accept !== undefined && !accept(ctx)) return;
-      const call = openCall(category, command, ctx);
+      const call = openCall(lib, category, command, ctx);
       if (call !== undefined) open.set(ctx, call);
     },
     end(ctx: Ctx) {
@@ -95,7 +95,7 @@ function undici(): void {
   const open = new WeakMap<object, OpenCall>();
   dc.subscribe('undici:request:create', (m) => {
     const { request } = m as { request: UndiciRequest };
-    const call = openCall('http', (r: UndiciRequest) => `${r.method} ${String(r.origin)}${r.path}`, request);
+    const call = openCall('undici', 'http', (r: UndiciRequest) => `${r.method} ${String(r.origin)}${r.path}`, request);
     if (call !== undefined) open.set(request, call);
   });
   const settle = (failed: boolean) => (m: unknown) => {
@@ -126,7 +126,7 @@ function httpClient(): void {
   };
   dc.subscribe('http.client.request.start', (m) => {
     const { request } = m as { request: ClientRequest };
-    const call = openCall('http', httpCommand, request);
+    const call = openCall('http', 'http', httpCommand, request);
     if (call === undefined) return;
     open.set(request, call);
     // Listening for `close` changes nothing for the app (unlike an `error` listener would).

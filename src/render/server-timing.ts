@@ -1,30 +1,39 @@
 import { codedError, describe } from '../core/errors.js';
-import type { ProfileJSON, TimingJSON } from '../core/types.js';
+import type { CategorySummaryJSON, ProfileJSON, TimingJSON } from '../core/types.js';
+import { summarize } from '../analysis/wall.js';
 import { dataOf, type Renderable } from './data.js';
-import { ms1 } from './format.js';
+import { blockingNote, ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 
 export interface ServerTimingOptions {
   /** The value is cut at metric boundaries to fit; `total` is always kept. Default 2048. */
   maxBytes?: number;
+  /**
+   * Add `miniprof;desc="<profile id>"` before `total` (kept whatever is cut, like `total`), so a
+   * page can find the profile of each of its requests in `PerformanceResourceTiming.serverTiming`.
+   * Default false; the HTTP adapters set it when results are on.
+   */
+  id?: boolean;
 }
 
 export const DEFAULT_MAX_BYTES = 2048;
-/** Room for `more;desc="N more"` and `total;dur=…` whatever is cut. */
-export const MIN_MAX_BYTES = 64;
+/** Room for `more;desc="N more"`, `miniprof;desc="<uuid>"` and `total;dur=…` whatever is cut. */
+export const MIN_MAX_BYTES = 128;
 const MAX_TOKEN = 32;
 const MAX_DESC = 96;
 
 /**
  * One `Server-Timing` header value: a metric per top-level step (its `desc` says when it blocked
- * the event loop), one per custom-timing category (summed, with the count in `desc`, never a
- * command), `event-loop` when the loop stalled past `blockingMs`, then `total`. Always printable ASCII (0x20–0x7E): names are
+ * the event loop), one per custom-timing category (`dur` its wall time, the union of its
+ * timings' intervals, so never more than `total`; the count, summed time and duplicates in `desc`,
+ * never a command), `event-loop` when the loop stalled past `blockingMs`, `miniprof` (the
+ * profile's id) with `id`, then `total`. Always printable ASCII (0x20–0x7E): names are
  * reduced to tokens, and `desc` is a quoted string with `\` and `"` escaped and anything outside
  * ASCII percent-encoded as UTF-8, so Node can never reject it. Metrics that do not fit `maxBytes`
  * are dropped from the end and counted in a `more` metric.
  *
  * @example
- * load-user;dur=3.4;desc="load user", sql;dur=3.1;desc="sql (1)", total;dur=376.9
+ * load-user;dur=3.4;desc="load user", sql;dur=3.1;desc="sql (1 x 3.1ms summed)", total;dur=376.9
  */
 export function renderServerTiming(profile: Renderable, options: ServerTimingOptions = {}): string {
   const p = dataOf(profile, 'renderServerTiming');
@@ -34,12 +43,10 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
     throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
-  const total = `total;dur=${ms1(p.durationMs)}`;
+  const total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
   // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
   // metric, so it could drop a last short one that fits. The metrics are then joined as they are
-  // made, with no list of them to measure and join (1,150 of the bench page's header's 9,970
-  // instructions, bench/instructions/steps.js). A value that does not fit makes them again, as a
-  // list to cut.
+  // made; a value that does not fit makes them again, as a list to cut.
   const whole = metrics(p, null);
   if (whole.length + total.length <= max) return whole + total;
   const list: string[] = [];
@@ -55,19 +62,19 @@ const SEP = ', ';
  */
 function metrics(p: ProfileJSON, list: string[] | null): string {
   let all = '';
-  // Indexed loops over `children` and `custom` here and in collect: a leaf's `children` is the
-  // shared frozen array (src/profile.ts), and for-of over arrays of both kinds left V8 calling the
-  // generic array iterator (bench/RESULTS.md Run 15).
   const top = p.root.children;
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
     // DevTools shows only name and desc: say there that the step held the event loop.
-    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (blocking: ${ms1(c.syncMs ?? c.durationMs)}ms sync)`));
+    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (${blockingNote(c)})`));
     else if (list === null) all += stepMetric(c.name, c.durationMs, 2);
     else list.push(stepMetric(c.name, c.durationMs, 1));
   }
-  const cats = collect(p.root, null);
-  if (cats !== null) for (const [cat, { sum, count }] of cats) all = add(list, all, metric(cat, sum, `${cat} (${count})`));
+  const cats = categories(p);
+  for (let i = 0; i < cats.length; i++) {
+    const s = cats[i]!;
+    all = add(list, all, metric(s.category, s.wallMs, categoryDesc(s)));
+  }
   if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
   return all;
 }
@@ -78,24 +85,30 @@ function add(list: string[] | null, all: string, m: string): string {
   return all;
 }
 
-/** Custom timings summed by category, in tree order; null (no Map made) when there are none. */
-function collect(t: TimingJSON, cats: Map<string, { sum: number; count: number }> | null): Map<string, { sum: number; count: number }> | null {
-  const custom = t.custom;
-  if (custom !== undefined) {
-    for (let i = 0; i < custom.length; i++) {
-      const c = custom[i]!;
-      cats ??= new Map();
-      const agg = cats.get(c.category);
-      if (agg === undefined) cats.set(c.category, { sum: c.durationMs, count: 1 });
-      else {
-        agg.sum += c.durationMs;
-        agg.count++;
-      }
-    }
-  }
+/** The profile's category summaries with wall times; made from the tree for JSON that lacks them. */
+function categories(p: ProfileJSON): CategorySummaryJSON[] {
+  const s = p.customSummary;
+  if (s !== undefined && (s.length === 0 || s[0]!.wallMs !== undefined)) return s;
+  return hasCustom(p.root) ? summarize(p.root) : NONE;
+}
+
+const NONE: CategorySummaryJSON[] = [];
+
+function hasCustom(t: TimingJSON): boolean {
+  if (t.custom !== undefined && t.custom.length > 0) return true;
   const children = t.children;
-  for (let i = 0; i < children.length; i++) cats = collect(children[i]!, cats);
-  return cats;
+  for (let i = 0; i < children.length; i++) if (hasCustom(children[i]!)) return true;
+  return false;
+}
+
+/**
+ * A category's `desc`: the count and the summed time (parallel calls each counted, so it can
+ * exceed `dur`), and the duplicates as the JSON counts them: `sql (4 x 5.0ms summed) 2 duplicate`.
+ * No comma (see blockingNote).
+ */
+function categoryDesc(s: CategorySummaryJSON): string {
+  const d = `${s.category} (${s.count} x ${ms1(s.durationMs)}ms summed)`;
+  return s.duplicate > 0 ? `${d} ${s.duplicate} duplicate` : d;
 }
 
 /**
@@ -126,7 +139,10 @@ function metric(name: string, durationMs: number, desc: string): string {
   return desc === tok ? m : `${m};desc="${quoted(desc)}"`;
 }
 
-/** The metrics cut at metric boundaries to fit `max` with `total`, those dropped counted in `more`. */
+/**
+ * The metrics cut at metric boundaries to fit `max` with `total` (which may start with the id
+ * metric: both are kept), those dropped counted in `more`.
+ */
 function fit(metrics: string[], total: string, max: number): string {
   let out = '';
   let i = 0;
@@ -147,7 +163,7 @@ function more(n: number): string {
 
 /**
  * A metric name is an RFC 9110 token: each run of other characters becomes one `_`, then the
- * first 32 characters without `_` at either end. `total`, `more` and `event-loop` are ours.
+ * first 32 characters without `_` at either end. `total`, `more`, `event-loop` and `miniprof` are ours.
  */
 export function token(name: string): string {
   const n = name.length;
@@ -156,9 +172,7 @@ export function token(name: string): string {
   while (i < n && isTchar(name.charCodeAt(i))) i++;
   if (i === n && n > 0 && n <= MAX_TOKEN && name.charCodeAt(0) !== 0x5f && name.charCodeAt(n - 1) !== 0x5f) return reserved(name);
   // Human names ("load user") have spaces. Step names are mostly literals, so the same few come
-  // back request after request: remembered, since building one costs ~90 ns (with the two regex
-  // replaces this once was, ~220 ns: most of a 10-step header's rendering). Bounded as every kept
-  // name is (src/render/kept.ts).
+  // back request after request: remembered, bounded as every kept name is (src/render/kept.ts).
   if (n > MAX_KEPT_NAME) return tokenOf(name, i);
   return tokens.get(name) ?? keep(tokens, name, tokenOf(name, i));
 }
@@ -186,7 +200,7 @@ function tokenOf(name: string, i: number): string {
 }
 
 function reserved(t: string): string {
-  return t === 'total' || t === 'more' || t === 'event-loop' ? `${t}_` : t;
+  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' ? `${t}_` : t;
 }
 
 /** RFC 9110 tchar. */

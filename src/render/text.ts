@@ -1,7 +1,8 @@
-import type { ProfileJSON, TimingJSON } from '../core/types.js';
+import type { FanOutJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
-import { ms1, ms1With, tenths } from './format.js';
+import { blockingNote, ms1, ms1With, tenths } from './format.js';
+import { summarize } from '../analysis/wall.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../core/names.js';
 
@@ -13,10 +14,13 @@ export interface TextOptions {
 /**
  * The text tree, in the shape of MiniProfiler's original comment: a header line, the path, then
  * one line per step (`>` repeated depth times, a space, the name, ` = `, the duration), with
- * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` and
- * `(parallel x2.9)` when its children overlapped. Custom timings follow their step as
+ * `trace <traceId>` ending the header when an OpenTelemetry span was active,
+ * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` (`56.2ms held` for the
+ * loop held after an await, see format.ts blockingNote), `(parallel x2.9)` when its children
+ * overlapped, and `(serialized: 5 × load user ran one at a time)` or `(5 × load user: 2.0 at
+ * once)` for children started together (src/analysis/fanout.ts). Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
- * line per category (`sql 12 x 48.3ms, 10 similar, 2 duplicate`), one per similar group with its
+ * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
  * masked shape, and `!` lines for a stalled event loop, dropped steps and warnings. User text is
  * escaped so it can neither forge a line nor close an HTML comment.
  *
@@ -30,7 +34,10 @@ export interface TextOptions {
 export function renderText(profile: Renderable, options: TextOptions = {}): string {
   const p = dataOf(profile, 'renderText');
   const ascii = options.ascii === true;
-  let out = `${escapeText(p.machine, ascii)} at ${p.started}\n`;
+  let out = `${escapeText(p.machine, ascii)} at ${p.started}`;
+  // Escaped like all JSON text: a profile read back from a shared store may carry anything.
+  if (typeof p.traceId === 'string') out += ` trace ${escapeText(p.traceId, ascii)}`;
+  out += '\n';
   if (p.request !== undefined) {
     out += `Path: ${escapeText(p.request.method, ascii)} ${escapeText(p.request.path, ascii)}\n`;
   }
@@ -78,13 +85,16 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined) out += ms1With(t.durationMs, MS_LINE);
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined) {
+    out += ms1With(t.durationMs, MS_LINE);
+  }
   else {
     out += `${ms1(t.durationMs)}ms`;
     if (t.error === true) out += ' (error)';
     if (t.unfinished === true) out += ' (unfinished)';
-    if (t.blocking === true) out += ` (blocking: ${ms1(t.syncMs ?? t.durationMs)}ms sync)`;
+    if (t.blocking === true) out += ` (${blockingNote(t)})`;
     if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
+    if (t.concurrency !== undefined && t.fanOut !== undefined) out += fanOutNote(t.concurrency, t.serialized === true, t.fanOut, ascii);
     out += '\n';
   }
   const custom = t.custom;
@@ -105,15 +115,29 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
 }
 
 /**
- * One line per category (`[sql] 12 x 48.3ms, 10 similar, 2 duplicate`), then one per group of
+ * ` (serialized: 5 × load user ran one at a time)`, or ` (5 × load user: 2.0 at once)` when more
+ * than one ran at a time; custom timings are named by category and shape
+ * (`3 × [sql] select pg_sleep(?)`). `x` for `×` when the output must be ASCII.
+ */
+function fanOutNote(c: number, serialized: boolean, f: FanOutJSON, ascii: boolean): string {
+  const name = f.category === undefined ? escapeText(f.name, ascii) : `[${escapeText(f.category, ascii)}] ${escapeText(f.name, ascii)}`;
+  const group = `${f.count} ${ascii ? 'x' : '\u00d7'} ${name}`;
+  return serialized ? ` (serialized: ${group} ran one at a time)` : ` (${group}: ${ms1(c)} at once)`;
+}
+
+/**
+ * One line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`: the
+ * summed time counts parallel calls each, the wall time once), then one per group of
  * similar commands with its masked shape: the N+1 pattern, named. Both start with a character a
  * step line never starts with (`[`, `#`), so no category can make a summary pass for a step.
  */
 function summary(p: ProfileJSON, ascii: boolean): string {
   let out = '';
   if (p.customSummary !== undefined) {
-    for (const s of p.customSummary) {
-      out += `[${escapeText(s.category, ascii)}] ${s.count} x ${ms1(s.durationMs)}ms`;
+    // Stored by an older version without wall times: made again from the tree.
+    const cats = p.customSummary.length > 0 && p.customSummary[0]!.wallMs === undefined ? summarize(p.root) : p.customSummary;
+    for (const s of cats) {
+      out += `[${escapeText(s.category, ascii)}] ${s.count} x ${ms1(s.durationMs)}ms summed, ${ms1(s.wallMs)}ms wall`;
       if (s.similar > 0) out += `, ${s.similar} similar`;
       if (s.duplicate > 0) out += `, ${s.duplicate} duplicate`;
       out += '\n';

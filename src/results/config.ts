@@ -1,5 +1,6 @@
 import { codedError, describe } from '../core/errors.js';
 import { boolOption, fnOption, intOption, invalid } from '../core/options.js';
+import { resolveBadge, type BadgeConfig } from '../http/badge.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
 
@@ -20,6 +21,12 @@ export interface ResultsOptions<Req = any> {
    * request is not treated as a developer's: profiles are never filed under a guess.
    */
   owner?: (req: Req) => string;
+  /**
+   * Keep the profiles of requests the app answered 404 without a single step or custom timing
+   * (`/favicon.ico`, a probe for `/.env`): by default they are not saved, so they never crowd the
+   * list. Default false.
+   */
+  keepNotFound?: boolean;
 }
 
 /** @internal */
@@ -29,6 +36,8 @@ export interface ResultsConfig {
   listLimit: number;
   timeoutMs: number;
   owner: ((req: unknown) => unknown) | null;
+  /** Save a 404 with nothing timed (src/results/save.ts worthKeeping). */
+  keepNotFound: boolean;
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
@@ -36,15 +45,17 @@ export interface ResultsConfig {
   optInGeneration: number;
   /** The cookie is `__Host-` and Secure even where the app sees plain HTTP (TLS ends at a proxy). */
   optInSecure: boolean;
+  /** null: no badge, and `badge.js` is not served. */
+  badge: BadgeConfig | null;
 }
 
-export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs', 'optInGeneration', 'optInSecure'] as const;
+export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs', 'optInGeneration', 'optInSecure', 'badge'] as const;
 
-const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner'];
+const RESULT_KEYS = ['basePath', 'store', 'listLimit', 'timeoutMs', 'owner', 'keepNotFound'];
 const BASE = /^(?:\/[A-Za-z0-9_.~-]+)+$/;
 const MIN_SECRET_BYTES = 32;
 
-/** Resolve `results`, `secret` and `optInMaxAgeMs` once, at setup. */
+/** Resolve `results`, `secret`, `optInMaxAgeMs` and `badge` once, at setup. */
 export function resolveResults(o: Record<string, unknown>): ResultsConfig | null {
   const r = o.results;
   const secret = secretOption(o.secret);
@@ -53,6 +64,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   const optInSecure = boolOption(o, 'optInSecure', false);
   if (r === false) {
     if (secret !== null) throw invalid('secret', 'unset when results is false (the opt-in route lives under the results path)', '[secret]');
+    resolveBadge(o.badge, null);
     return null;
   }
   if (r !== undefined && r !== true && (r === null || typeof r !== 'object' || Array.isArray(r))) {
@@ -76,16 +88,20 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   if (secret !== null && (typeof s.addOptIn !== 'function' || typeof s.hasOptIn !== 'function' || typeof s.revokeOptIn !== 'function')) {
     throw invalid('results.store', 'a store with addOptIn, hasOptIn and revokeOptIn when secret is set (memoryStore and redisStore have them)', store);
   }
+  const keepNotFound = ro.keepNotFound === undefined ? false : ro.keepNotFound;
+  if (typeof keepNotFound !== 'boolean') throw invalid('results.keepNotFound', 'a boolean', keepNotFound);
   return {
     basePath,
     store: store as ProfileStore,
     listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
     timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
+    keepNotFound,
     secret,
     optInMaxAgeMs,
     optInGeneration,
     optInSecure,
+    badge: resolveBadge(o.badge, basePath),
   };
 }
 

@@ -1,4 +1,8 @@
-/** Escape text for an HTML text node or a double-quoted attribute value. */
+/**
+ * Escape text for an HTML text node or a double-quoted attribute value. U+0000 becomes U+FFFD: a
+ * parser drops it from text but turns it into U+FFFD in an attribute, so a command and its title
+ * would read differently.
+ */
 export function escapeHtml(s: string): string {
   let out = '';
   let last = 0;
@@ -10,6 +14,7 @@ export function escapeHtml(s: string): string {
     else if (c === 0x3e) rep = '&gt;';
     else if (c === 0x22) rep = '&quot;';
     else if (c === 0x27) rep = '&#39;';
+    else if (c === 0) rep = '\ufffd';
     else continue;
     out += s.slice(last, i) + rep;
     last = i + 1;

@@ -27,9 +27,8 @@ interface Entry extends Linked {
   readonly owner: Owner;
   /**
    * The saved object itself: miniprof's sealed profiles never change after the save. Null once
-   * dropped: a Map's discarded hash tables still point at the entries they held until a full GC,
-   * and the scavenger then keeps (and promotes) whatever those entries reach. With the profile
-   * let go, that is the small entry alone (bench/RESULTS.md Run 8).
+   * dropped, so that a reference left to the entry (a Map's old hash table keeps one until a full
+   * GC) keeps the small entry alive, not the whole profile.
    */
   profile: ProfileJSON | null;
   /** Its JSON's exact size, or -1 until needed (see `unsized`). */
@@ -76,9 +75,7 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns'];
  * miniprof's own save (every developer request) touches no Map in the steady state: its ids are
  * fresh, so it looks none up; the owner is nearly always the one saved last; and `get` (a page
  * view, rare) walks the owner's own list instead of an index. A Map by id is built only for the
- * public `save`, which may be handed an id the store holds already, and kept from then on. Four
- * Map operations on a 200-entry Map, cold by the time the next request saves, cost more than
- * anything else in the save (bench/RESULTS.md Runs 15-16).
+ * public `save`, which may be handed an id the store holds already, and kept from then on.
  *
  * @example
  * app.use(miniprof({ results: { store: memoryStore({ maxCount: 50, maxAgeMs: 10 * 60_000 }) } }));
@@ -106,8 +103,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
    * The bounds of those that do not: miniprof's own saves come with a bound and are sized only
    * when `bytes + unsized` could pass maxBytes (then every entry is, once), and for stats(). Until
    * then no byte eviction can be due, so the store drops exactly what it would with every size
-   * known. The default 200 profiles of a few KB never come near 32 MiB, and the sizing walk was
-   * ~4.5% of a Fastify developer request's CPU (bench/RESULTS.md Run 24).
+   * known. The default 200 profiles of a few KB never come near 32 MiB, so they are never walked.
    */
   let unsized = 0;
 

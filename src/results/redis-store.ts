@@ -131,9 +131,17 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
       const since = Date.now() - maxAgeMs;
       const out: ProfileSummary[] = [];
       for (const s of v) {
-        const row = JSON.parse(String(s)) as ProfileSummary;
+        // Redis may be shared, so a row may be anything: one that is not a summary is passed on
+        // for the list page to show as malformed (pages.ts readSummary), never thrown on.
+        let row: unknown = null;
+        try {
+          row = JSON.parse(String(s));
+        } catch {
+          // Not JSON: shown as malformed.
+        }
+        const savedAt = row !== null && typeof row === 'object' ? (row as { savedAt?: unknown }).savedAt : undefined;
         // The list's TTL is renewed by each save; its older rows may have outlived their profile.
-        if (row.savedAt > since) out.push(row);
+        if (typeof savedAt !== 'number' || savedAt > since) out.push(row as ProfileSummary);
       }
       return out;
     },

@@ -5,9 +5,11 @@ import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
 import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
+import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
 import { UUID, type OptInStore, type ProfileStore } from './store.js';
 import { withTimeout } from './timeout.js';
+import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
 export interface Developer {
@@ -100,20 +102,9 @@ function developer<Req>(cfg: HttpConfig<Req>, req: Req): Developer | null {
   return typeof id === 'string' && id.length > 0 ? { owner: `app:${id}`, optIn: null } : null;
 }
 
-let lastPeer = '';
-let lastOwner = 'peer:';
-
-/**
- * The owner of a peer's profiles, the same string object while the peer is: the store looks it up
- * in a Map, and a new `peer:…` string per request (a cons string of 14+ characters) had to be
- * flattened and hashed each time.
- */
+/** The owner of a peer's profiles, when the app gives no `results.owner`. */
 function peerOwner(peer: string): string {
-  if (peer !== lastPeer) {
-    lastPeer = peer;
-    lastOwner = `peer:${peer}`;
-  }
-  return lastOwner;
+  return `peer:${peer}`;
 }
 
 /** One prefix test on the raw URL: the only cost results add to a developer's ordinary request. */
@@ -156,17 +147,17 @@ export async function serveResults(
     if (r.secret !== null && (rest === '/opt-in' || rest === '/opt-out')) return await optInRoute(r, dev, method, rest.slice(1) as 'opt-in' | 'opt-out', https, headers);
     if (method !== 'GET' && method !== 'HEAD') return null;
     if (rest === '' || rest === '/') {
-      const list = await bounded(r, () => r.store.list(dev.owner, r.listLimit));
-      return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
+      return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
+    if (rest === BADGE_PATH && r.badge !== null) return { status: 200, headers: { ...BADGE_HEADERS }, body: BADGE_JS };
     const json = rest.endsWith('.json');
     const id = rest.slice(1, json ? -5 : undefined);
     if (rest[0] !== '/' || !UUID.test(id)) return null;
     const p = await bounded(r, () => r.store.get(dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
-    return reply(200, HTML, renderProfilePage(p, base));
+    return reply(200, HTML, renderProfilePage(p, base, id));
   } catch (err) {
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
@@ -197,6 +188,29 @@ async function optInRoute(r: ResultsConfig, dev: Developer, method: string | und
   const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration);
   await bounded(r, () => store.addOptIn(dev.owner, optIn.token, optIn.expires * 1000));
   return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
+}
+
+/** Profiles read for a filtered list: the filter looks this far back, whatever `listLimit` is. */
+const FILTER_WINDOW = 1000;
+
+/**
+ * The list page, filtered by the query's `path` and `flag` (checked in parseFilter). Rows that are
+ * not summaries stay in, to be shown as malformed, unless a filter is on.
+ */
+async function listPage(r: ResultsConfig, dev: Developer, query: string): Promise<ResultsReply> {
+  const { filter, problems } = parseFilter(query);
+  const on = filter.path !== '' || filter.flag !== '';
+  let list: unknown[] = await bounded(r, () => r.store.list(dev.owner, on ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
+  if (!Array.isArray(list)) list = [];
+  if (on) {
+    list = list.filter((x) => {
+      const s = readSummary(x);
+      return s !== null && matches(s, filter);
+    });
+  }
+  const optIn = r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
+  const html = renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems });
+  return reply(200, HTML, html, { 'Content-Security-Policy': LIST_HEADERS['Content-Security-Policy'] });
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */

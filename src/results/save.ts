@@ -10,13 +10,27 @@ export interface HeaderTarget {
 }
 
 /**
+ * Whether a profile is worth keeping: not when the app answered 404 and nothing was timed (a
+ * browser's `/favicon.ico`, a scanner's probes), unless `keepNotFound`. Such a profile says
+ * nothing, and a page's favicon request after every view would push the view's own profile down
+ * the list.
+ */
+export function worthKeeping(json: ProfileJSON, keepNotFound: boolean): boolean {
+  if (keepNotFound || json.request?.status !== 404) return true;
+  const root = json.root;
+  return root.children.length > 0 || (root.custom !== undefined && root.custom.length > 0) || json.droppedSteps > 0;
+}
+
+/**
  * Store faults never reach the app: the request that made the profile is already answered.
  * `json` must be a sealed profile's (`Profile.data()` after the seal), and `bound` its
- * `jsonBound()` (-1: not known): see SAVE_SEALED.
+ * `jsonBound()` (-1: not known): see SAVE_SEALED. A 404 with nothing timed is not saved unless
+ * `keepNotFound` (`results.keepNotFound`): see worthKeeping.
  */
-export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSON, onInternalError: InternalErrorHandler, bound = -1): void {
+export function saveProfile(store: ProfileStore, owner: string, json: ProfileJSON, onInternalError: InternalErrorHandler, bound = -1, keepNotFound = false): void {
   let p: Promise<void>;
   try {
+    if (!worthKeeping(json, keepNotFound)) return;
     const fast = (store as Partial<SealedSave>)[SAVE_SEALED];
     // Only while `save` is the store's own: a wrapper that replaced it (`{ ...memoryStore(), save }`)
     // must see every save.

@@ -1,4 +1,5 @@
 import type { ProfileJSON, TimingJSON } from '../core/types.js';
+import { readProfile } from './view.js';
 
 /**
  * One row of the results list: what a developer needs to pick a profile, computed once when the
@@ -18,7 +19,7 @@ export interface ProfileSummary {
   steps: number;
   /** Custom timings (sql, http…). */
   custom: number;
-  /** Marks worth a look: `error`, `aborted`, `unfinished`, `blocking`, `dropped`, `warnings`, `duplicates`, `n+1`. */
+  /** Marks worth a look, from {@link FLAGS}. */
   flags: string[];
 }
 
@@ -66,9 +67,8 @@ export const DEFAULT_MAX_OPT_INS = 10;
  * @internal How miniprof saves a profile it sealed itself, where the store offers it (the memory
  * store): synchronously, and sized field by field (`profileBytes`), since such a tree has only the
  * fields miniprof writes, and only once its byte bound could be reached. `save` is for everything
- * else: its promise, and the `catch` the caller must put on it, were two more promises per
- * developer request, each paying the promise hooks (bench/RESULTS.md Run 9). A symbol private to
- * this copy of miniprof.
+ * else (a promise, and the `catch` the caller must put on it). A symbol private to this copy of
+ * miniprof.
  */
 export const SAVE_SEALED: unique symbol = Symbol('miniprof.saveSealed');
 
@@ -86,17 +86,34 @@ export interface SealedSave {
   };
 }
 
-/** Profile ids are random UUIDs (src/id.ts); anything else cannot be one of ours. */
+/** Profile ids are random UUIDs (crypto.randomUUID); anything else cannot be one of ours. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** The list row of a profile; `savedAt` is the store's clock. Iterative: no tree can overflow the stack. */
-export function summarize(p: ProfileJSON, savedAt: number): ProfileSummary {
+/**
+ * The flags a list row can carry, in the order it shows them. `duplicate`: a custom timing ran
+ * again with the same category, command and values (the JSON's `duplicate`); `n+1`: a group of
+ * similar commands (same shape once values are masked, the JSON's `similar`); `serialized`: a
+ * step's fan-out ran one at a time.
+ */
+export const FLAGS = ['error', 'aborted', 'unfinished', 'blocking', 'serialized', 'dropped', 'warnings', 'duplicate', 'n+1', 'malformed'] as const;
+
+/**
+ * The list row of a profile; `savedAt` is the store's clock. Iterative: no tree can overflow the
+ * stack. Never throws: a profile that is not v1 JSON (a store may be handed anything) gets the
+ * `malformed` flag and whatever of its fields are strings.
+ */
+export function summarize(stored: ProfileJSON, savedAt: number): ProfileSummary {
+  const read = readProfile(stored);
+  if (!read.ok) return malformed(stored, savedAt);
+  const p = read.profile;
   let steps = 0;
   let custom = 0;
   let error = p.root.error === true;
   let unfinished = false;
-  let duplicates = false;
-  let blocking = false;
+  let duplicate = false;
+  let similar = false;
+  let blocking = p.root.blocking === true || p.eventLoopDelayMs !== undefined;
+  let serialized = p.root.serialized === true;
   const stack: TimingJSON[] = [p.root];
   while (stack.length > 0) {
     const t = stack.pop()!;
@@ -105,26 +122,31 @@ export function summarize(p: ProfileJSON, savedAt: number): ProfileSummary {
       if (c.error === true) error = true;
       if (c.unfinished === true) unfinished = true;
       if (c.blocking === true) blocking = true;
+      if (c.serialized === true) serialized = true;
       stack.push(c);
     }
     if (t.custom !== undefined) {
       custom += t.custom.length;
-      if (!duplicates && hasDuplicate(t.custom)) duplicates = true;
       for (const c of t.custom) {
         if (c.error === true) error = true;
-        if (c.duplicate === true) duplicates = true;
+        if (c.unfinished === true) unfinished = true;
+        if (c.duplicate === true) duplicate = true;
+        if (c.similar !== undefined) similar = true;
       }
     }
   }
-  const flags: string[] = [];
-  if (error) flags.push('error');
-  if (p.request?.aborted === true) flags.push('aborted');
-  if (unfinished) flags.push('unfinished');
-  if (blocking || p.root.blocking === true || p.eventLoopDelayMs !== undefined) flags.push('blocking');
-  if (p.droppedSteps > 0) flags.push('dropped');
-  if (p.warnings.length > 0) flags.push('warnings');
-  if (duplicates) flags.push('duplicates');
-  if (p.similar !== undefined && p.similar.length > 0) flags.push('n+1');
+  const on: Record<(typeof FLAGS)[number], boolean> = {
+    error,
+    aborted: p.request?.aborted === true,
+    unfinished,
+    blocking,
+    serialized,
+    dropped: p.droppedSteps > 0,
+    warnings: p.warnings.length > 0,
+    duplicate,
+    'n+1': similar,
+    malformed: false,
+  };
   const out: ProfileSummary = {
     id: p.id,
     started: p.started,
@@ -134,20 +156,27 @@ export function summarize(p: ProfileJSON, savedAt: number): ProfileSummary {
     durationMs: p.durationMs,
     steps,
     custom,
-    flags,
+    flags: FLAGS.filter((f) => on[f]),
   };
   if (p.request?.status !== undefined) out.status = p.request.status;
   return out;
 }
 
-/** The same command run more than once under one step: the shape of an N+1. */
-export function hasDuplicate(custom: readonly { category: string; command: string }[]): boolean {
-  if (custom.length < 2) return false;
-  const seen = new Set<string>();
-  for (const c of custom) {
-    const key = `${c.category}\u0000${c.command}`;
-    if (seen.has(key)) return true;
-    seen.add(key);
+function malformed(stored: unknown, savedAt: number): ProfileSummary {
+  const o = (stored !== null && typeof stored === 'object' ? stored : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  let path = '';
+  let method = '';
+  try {
+    path = text(o.name);
+    const r = o.request as Record<string, unknown> | null | undefined;
+    if (r !== null && typeof r === 'object') {
+      method = text(r.method);
+      path = text(r.path) || path;
+    }
+    return { id: text(o.id), started: text(o.started), savedAt, method, path, durationMs: 0, steps: 0, custom: 0, flags: ['malformed'] };
+  } catch {
+    // A getter that throws: nothing of it is shown.
+    return { id: '', started: '', savedAt, method: '', path: '', durationMs: 0, steps: 0, custom: 0, flags: ['malformed'] };
   }
-  return false;
 }

@@ -1,157 +1,278 @@
 import type { CustomTimingJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { escapeHtml, msText, num } from './html.js';
-import { hasDuplicate } from './store.js';
 
-/** Layout of the timeline, in SVG user units (= CSS pixels: the SVG has no viewBox scaling). */
-export const LABEL_WIDTH = 320;
-export const BAR_WIDTH = 640;
-const ROW = 20;
-const BAR = 14;
-const TOP = 24;
-const RIGHT = 220;
-const INDENT = 12;
+/** The bars are drawn in a 1000-unit-wide viewBox stretched to the column: they scale with it. */
+export const BAR_UNITS = 1000;
 
-/** One row of the waterfall: a step or a custom timing, in tree order. */
+/** One row of the combined timeline and tree: a step or a custom timing, in tree order. */
 export interface Row {
   kind: 'step' | 'custom';
   depth: number;
-  label: string;
+  /** Index just past this row's subtree in the row list: its descendants are the rows between. */
+  end: number;
+  /** A step's name, or a custom timing's command. */
+  name: string;
+  /** A custom timing's category. */
+  category: string;
   startMs: number;
   durationMs: number;
+  /** A step's time outside its child steps (the union of their intervals); a custom timing's own. */
+  selfMs: number;
   error: boolean;
   unfinished: boolean;
+  /** Same category, command and values as another timing of the profile (the JSON's `duplicate`). */
   duplicate: boolean;
-  /** A step whose synchronous part held the event loop longer than `blockingMs`. */
-  blocking: boolean;
+  /** The step held the event loop (`blocking`): how long, and where. */
+  blocking: Mark | undefined;
   /** The id of the custom timing's group of similar commands (N+1), if any. */
   similar: number | undefined;
   /** A step whose children overlapped: their summed durations over its own. */
   parallelism: number | undefined;
+  /** `serialized ×N`, or how many of a fan-out ran at once. */
+  fanOut: Mark | undefined;
+}
+
+/**
+ * Fields the analysis may add to a step (see src/core/types.ts where they are declared): the loop
+ * held after an await, whether that stall is ambiguous, and the group a `concurrency` is about.
+ * Read through this view so the pages show them whenever a profile carries them.
+ */
+interface Analysed {
+  heldMs?: number;
+  blockingAmbiguous?: true;
+  fanOut?: { name: string; count: number; category?: string };
+}
+
+/** The blocking mark: the synchronous start (or all of a synchronous step), and the loop held after an await. */
+function blockingMark(t: TimingJSON & Analysed): Mark | undefined {
+  if (t.blocking !== true) return undefined;
+  const sync = msText(t.syncMs ?? t.durationMs);
+  if (t.heldMs === undefined) return { cls: 'blocking', text: `blocking ${sync}`, title: `held the event loop for ${sync} before its first await` };
+  const held = msText(t.heldMs);
+  const text = t.syncMs !== undefined ? `${sync} + ${held}` : held;
+  if (t.blockingAmbiguous === true) {
+    return { cls: 'blocking', text: `blocking? ${text}`, title: `the loop was held for ${held} while this and other steps or requests were running: any of them may have held it` };
+  }
+  return { cls: 'blocking', text: `blocking ${text}`, title: `held the event loop for ${held} after an await` };
+}
+
+/** The serialized or concurrency mark, naming the children it is about when the JSON does. */
+function fanOutMark(t: TimingJSON & Analysed): Mark | undefined {
+  if (t.serialized !== true && t.concurrency === undefined) return undefined;
+  const f = t.fanOut;
+  const n = f !== undefined ? f.count : largestGroup(t);
+  const group = f === undefined ? '' : `${f.count} × ${f.category === undefined ? '' : `[${f.category}] `}${f.name}`;
+  const c = t.concurrency === undefined ? '' : `concurrency ${(Math.round(t.concurrency * 10) / 10).toFixed(1)}`;
+  const title = [group === '' ? '' : t.serialized === true ? `${group} ran one at a time` : `${group}`, c].filter((x) => x !== '').join('; ');
+  if (t.serialized === true) return { cls: 'serialized', text: n >= 2 ? `serialized ×${n}` : 'serialized', title };
+  return { cls: 'concurrency', text: `${times(t.concurrency!)} at once`, title };
 }
 
 /**
  * Pre-order rows: each step, then what happened inside it (its custom timings and its child
- * steps) in order of start. Iterative, so no tree shape can overflow the stack.
+ * steps) in order of start. Iterative, so no tree shape can overflow the stack. `p` must have
+ * passed readProfile.
  */
 export function rows(p: ProfileJSON): Row[] {
   const out: Row[] = [];
-  const stack: (TimingJSON | Row)[] = [p.root];
+  const stack: (TimingJSON | CustomTimingJSON)[] = [p.root];
   const depths: number[] = [0];
+  /** Rows whose subtree is still open, innermost last, to set `end` when it closes. */
+  const open: Row[] = [];
   while (stack.length > 0) {
     const t = stack.pop()!;
     const depth = depths.pop()!;
-    if ('kind' in t) {
-      out.push(t);
+    while (open.length > 0 && open[open.length - 1]!.depth >= depth) open.pop()!.end = out.length;
+    if (!('children' in t)) {
+      out.push(customRow(t, depth, out.length));
       continue;
     }
-    out.push({
+    const row: Row = {
       kind: 'step',
       depth,
-      label: t.name,
+      end: out.length + 1,
+      name: t.name,
+      category: '',
       startMs: t.startMs,
       durationMs: t.durationMs,
+      selfMs: selfOf(t),
       error: t.error === true,
       unfinished: t.unfinished === true,
       duplicate: false,
-      blocking: t.blocking === true,
+      blocking: blockingMark(t),
       similar: undefined,
       parallelism: t.parallelism,
-    });
-    const inside: (TimingJSON | Row)[] = [...customRows(t.custom ?? [], depth + 1), ...t.children];
+      fanOut: fanOutMark(t),
+    };
+    out.push(row);
+    open.push(row);
+    const inside: (TimingJSON | CustomTimingJSON)[] = [...(t.custom ?? []), ...t.children];
     inside.sort((a, b) => a.startMs - b.startMs);
     for (let i = inside.length - 1; i >= 0; i--) {
       stack.push(inside[i]!);
       depths.push(depth + 1);
     }
   }
+  for (const r of open) r.end = out.length;
   return out;
 }
 
-function customRows(custom: CustomTimingJSON[], depth: number): Row[] {
-  const counts = new Map<string, number>();
-  if (hasDuplicate(custom)) for (const c of custom) counts.set(key(c), (counts.get(key(c)) ?? 0) + 1);
-  return custom.map((c) => ({
+function customRow(c: CustomTimingJSON, depth: number, at: number): Row {
+  return {
     kind: 'custom',
     depth,
-    label: `[${c.category}] ${c.command}`,
+    end: at + 1,
+    name: c.command,
+    category: c.category,
     startMs: c.startMs,
     durationMs: c.durationMs,
+    selfMs: c.durationMs,
     error: c.error === true,
     unfinished: c.unfinished === true,
-    // Profiles mark duplicates over the whole tree; older JSON only lets us see them per step.
-    duplicate: c.duplicate === true || (counts.get(key(c)) ?? 0) > 1,
-    blocking: false,
+    duplicate: c.duplicate === true,
+    blocking: undefined,
     similar: c.similar,
     parallelism: undefined,
-  }));
+    fanOut: undefined,
+  };
 }
 
-function key(c: CustomTimingJSON): string {
-  return `${c.category}\u0000${c.command}`;
+/** A step's duration less the time covered by at least one child step (clipped to the step). */
+function selfOf(t: TimingJSON): number {
+  if (t.children.length === 0) return t.durationMs;
+  const from = t.startMs;
+  const to = t.startMs + t.durationMs;
+  const spans = t.children.map((c) => [Math.max(from, c.startMs), Math.min(to, c.startMs + c.durationMs)] as const).filter(([a, b]) => b > a);
+  spans.sort((a, b) => a[0] - b[0]);
+  let covered = 0;
+  let runStart = -Infinity;
+  let runEnd = -Infinity;
+  for (const [a, b] of spans) {
+    if (a > runEnd) {
+      if (runEnd > runStart) covered += runEnd - runStart;
+      runStart = a;
+      runEnd = b;
+    } else runEnd = Math.max(runEnd, b);
+  }
+  if (runEnd > runStart) covered += runEnd - runStart;
+  return Math.max(0, t.durationMs - covered);
 }
 
-/** Milliseconds per pixel's inverse: the whole span (root, or anything running past it) fills BAR_WIDTH. */
-export function scaleOf(list: readonly Row[]): number {
-  let end = 0;
-  for (const r of list) end = Math.max(end, r.startMs + r.durationMs);
-  return end > 0 ? BAR_WIDTH / end : 0;
+/** The largest set of same-named children or similar custom timings: what `serialized ×N` counts without a `fanOut`. */
+function largestGroup(t: TimingJSON): number {
+  let most = 0;
+  const count = (m: Map<string | number, number>, k: string | number) => {
+    const n = (m.get(k) ?? 0) + 1;
+    m.set(k, n);
+    if (n > most) most = n;
+  };
+  const names = new Map<string | number, number>();
+  for (const c of t.children) count(names, c.name);
+  const similar = new Map<string | number, number>();
+  for (const c of t.custom ?? []) if (c.similar !== undefined) count(similar, c.similar);
+  return most;
+}
+
+/** A run of sibling rows that read as one: the same similar group, or steps of the same name. */
+export interface Fold {
+  /** First row of the run, and the index just past its last subtree. */
+  start: number;
+  end: number;
+  /** The sibling rows themselves (not their descendants). */
+  heads: number[];
+}
+
+/** Runs shorter than this stay unfolded. */
+export const FOLD_MIN = 2;
+
+function foldKey(r: Row): string {
+  if (r.kind === 'custom') return r.similar === undefined ? '' : `c${r.similar}\u0000${r.category}`;
+  return `s${r.name}`;
 }
 
 /**
- * The waterfall as inline SVG: presentation attributes and classes only (no `style`, no
- * script), so it draws under `default-src 'none'` and without JavaScript. Every bar's width is
- * `durationMs × scale` exactly and carries `data-start-ms`/`data-duration-ms`, so a test can
- * check the drawing against the JSON.
+ * The runs of FOLD_MIN or more consecutive siblings with one fold key, outermost first; a run
+ * inside a folded run is not folded again (its rows are already behind the fold).
  */
-export function renderTimeline(p: ProfileJSON): string {
-  const list = rows(p);
-  const scale = scaleOf(list);
-  const height = TOP + list.length * ROW + 8;
-  const width = LABEL_WIDTH + BAR_WIDTH + RIGHT;
-  let out = `<svg class="timeline" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" role="img" aria-label="Timeline" data-scale="${num(scale)}">`;
-  out += `<clipPath id="labels"><rect x="0" y="0" width="${LABEL_WIDTH - 8}" height="${height}"/></clipPath>`;
-  out += axis(scale, height);
-  list.forEach((r, i) => {
-    out += row(r, i, scale);
-  });
+export function folds(list: readonly Row[]): Fold[] {
+  const out: Fold[] = [];
+  let i = 1; // the root is never folded
+  while (i < list.length) {
+    const r = list[i]!;
+    const key = foldKey(r);
+    const heads = [i];
+    let j = r.end;
+    if (key !== '') {
+      while (j < list.length && list[j]!.depth === r.depth && foldKey(list[j]!) === key) {
+        heads.push(j);
+        j = list[j]!.end;
+      }
+    }
+    if (heads.length >= FOLD_MIN) {
+      out.push({ start: i, end: j, heads });
+      i = j;
+    } else i++;
+  }
+  return out;
+}
+
+/** Milliseconds to viewBox units: the whole span (root, or anything running past it) fills BAR_UNITS. */
+export function scaleOf(list: readonly Row[]): number {
+  let end = 0;
+  for (const r of list) end = Math.max(end, r.startMs + r.durationMs);
+  return end > 0 ? BAR_UNITS / end : 0;
+}
+
+/** The class of a row's bar: its colour in the stylesheet (no inline style under the CSP). */
+function barClass(r: Row): string {
+  if (r.error) return 'b-error';
+  if (r.kind === 'custom') return r.duplicate ? 'b-duplicate' : r.similar !== undefined ? 'b-similar' : 'b-custom';
+  if (r.blocking !== undefined) return 'b-blocking';
+  return r.fanOut?.cls === 'serialized' ? 'b-serialized' : 'b-step';
+}
+
+/**
+ * A row's bar (or a fold's bars, one per member) as inline SVG: presentation attributes and
+ * classes only, so it draws under `default-src 'none'` without script. Every bar's `x` and
+ * `width` are `startMs` and `durationMs` × scale exactly, and carry `data-start-ms` and
+ * `data-duration-ms` so a test can check the drawing against the JSON.
+ */
+export function bars(members: readonly Row[], scale: number): string {
+  let out = `<svg class="bar" viewBox="0 0 ${BAR_UNITS} 10" preserveAspectRatio="none" width="100%" height="10" aria-hidden="true" focusable="false">`;
+  for (const r of members) {
+    out +=
+      `<rect class="${barClass(r)}" x="${num(r.startMs * scale)}" y="0" width="${num(r.durationMs * scale)}" height="10" ` +
+      `data-start-ms="${num(r.startMs)}" data-duration-ms="${num(r.durationMs)}"/>`;
+  }
   return out + '</svg>';
 }
 
-function axis(scale: number, height: number): string {
-  const total = scale > 0 ? BAR_WIDTH / scale : 0;
-  let out = '<g class="axis">';
-  for (let q = 0; q <= 4; q++) {
-    const x = LABEL_WIDTH + (BAR_WIDTH * q) / 4;
-    out += `<line x1="${num(x)}" y1="${TOP - 6}" x2="${num(x)}" y2="${height}" stroke="#d0d7de" stroke-width="1"/>`;
-    out += `<text x="${num(x)}" y="${TOP - 10}" text-anchor="middle" font-size="11" fill="#57606a">${escapeHtml(msText((total * q) / 4))}</text>`;
-  }
-  return out + '</g>';
+/** A mark on a row: its class (fixed words) and its text (numbers formatted here). */
+export interface Mark {
+  cls: string;
+  text: string;
+  /** Said on hover. */
+  title?: string;
 }
 
-function row(r: Row, i: number, scale: number): string {
-  const y = TOP + i * ROW;
-  const x = LABEL_WIDTH + r.startMs * scale;
-  const w = r.durationMs * scale;
-  const fill = r.error ? '#cf222e' : r.kind === 'custom' ? (r.duplicate || r.similar !== undefined ? '#bc4c00' : '#8250df') : r.blocking ? '#9a6700' : '#0969da';
-  const cls = `bar ${r.kind}${r.error ? ' error' : ''}${r.duplicate ? ' duplicate' : ''}${r.blocking ? ' blocking' : ''}${r.unfinished ? ' unfinished' : ''}`;
-  const marks = markText(r);
-  const label = escapeHtml(r.label);
-  let out = `<g class="row">`;
-  out += `<text x="${4 + r.depth * INDENT}" y="${y + BAR - 2}" font-size="12" clip-path="url(#labels)" fill="${r.kind === 'custom' ? '#57606a' : '#1f2328'}">${label}</text>`;
-  out += `<rect class="${cls}" x="${num(x)}" y="${y}" width="${num(w)}" height="${BAR}" fill="${fill}" data-start-ms="${num(r.startMs)}" data-duration-ms="${num(r.durationMs)}">`;
-  out += `<title>${label}: ${escapeHtml(msText(r.durationMs))} at ${escapeHtml(msText(r.startMs))}${marks}</title></rect>`;
-  out += `<text x="${num(x + w + 4)}" y="${y + BAR - 2}" font-size="11" fill="#57606a">${escapeHtml(msText(r.durationMs))}${marks}</text>`;
-  return out + '</g>';
-}
-
-/** The marks of a row as plain text (for the SVG, which has no badges). */
-export function markText(r: Row): string {
-  let m = '';
-  if (r.error) m += ' (error)';
-  if (r.blocking) m += ' (blocking)';
-  if (r.duplicate) m += ' (duplicate)';
-  if (r.similar !== undefined) m += ` (similar #${r.similar})`;
-  if (r.parallelism !== undefined) m += ` (parallel ×${r.parallelism})`;
-  if (r.unfinished) m += ' (unfinished)';
+/** The marks of a row, in a fixed order. */
+export function marksOf(r: Row): Mark[] {
+  const m: Mark[] = [];
+  if (r.error) m.push({ cls: 'error', text: 'error' });
+  if (r.unfinished) m.push({ cls: 'unfinished', text: 'unfinished' });
+  if (r.blocking !== undefined) m.push(r.blocking);
+  if (r.duplicate) m.push({ cls: 'duplicate', text: 'duplicate' });
+  if (r.similar !== undefined) m.push({ cls: 'similar', text: `similar #${num(r.similar)}` });
+  if (r.fanOut !== undefined) m.push(r.fanOut);
+  if (r.parallelism !== undefined) m.push({ cls: 'parallel', text: `parallel ${times(r.parallelism)}` });
   return m;
+}
+
+function times(n: number): string {
+  return `×${(Math.round(n * 10) / 10).toFixed(1)}`;
+}
+
+/** Marks as badges; every text is escaped, though only numbers vary in it. */
+export function markHtml(list: readonly Mark[]): string {
+  return list.map((k) => `<span class="flag ${escapeHtml(k.cls)}"${k.title === undefined || k.title === '' ? '' : ` title="${escapeHtml(k.title)}"`}>${escapeHtml(k.text)}</span>`).join('');
 }

@@ -1,24 +1,14 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { freePort } from './redis-server.js';
+import { freePort, postgresBinDir } from './services.js';
 
 export interface PostgresServer {
   port: number;
   /** Smart shutdown (waits for sessions to end), then the data directory is removed. */
   stop(): Promise<void>;
-}
-
-/** Debian's PostgreSQL binaries (`.ci/run` apt-installs `postgresql`), newest version first. */
-function binDir(): string {
-  const root = '/usr/lib/postgresql';
-  if (existsSync(root)) {
-    const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));
-    for (const v of versions) if (existsSync(join(root, v, 'bin', 'initdb'))) return join(root, v, 'bin');
-  }
-  throw new Error('PostgreSQL not found under /usr/lib/postgresql (apt-get install postgresql)');
 }
 
 /**
@@ -27,7 +17,8 @@ function binDir(): string {
  * root, so under root both run as the `postgres` user the Debian package creates.
  */
 export async function startPostgres(): Promise<PostgresServer> {
-  const bin = binDir();
+  // Debian's newest PostgreSQL (`npm test` apt-installs `postgresql` first, scripts/services.mjs).
+  const bin = postgresBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'miniprof-pg-'));
   const data = join(dir, 'data');
   const root = process.getuid?.() === 0;

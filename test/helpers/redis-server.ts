@@ -1,17 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, connect } from 'node:net';
+import { canConnect, freePort, redisServerPath } from './services.js';
 
-/** A free loopback port: listen on 0, read it, close. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface RedisServer {
   port: number;
@@ -22,12 +12,14 @@ export interface RedisServer {
 }
 
 /**
- * Debian's `redis-server` (`.ci/run` apt-installs it) on a free loopback port, no persistence.
+ * Debian's `redis-server` (`npm test` apt-installs it first, scripts/services.mjs) on a free
+ * loopback port, no persistence.
  * Resolves once it accepts connections.
  */
 export async function startRedis(): Promise<RedisServer> {
+  const bin = redisServerPath();
   const port = await freePort();
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let failed: Error | null = null;
   proc.once('error', (err) => (failed = err));
@@ -48,15 +40,4 @@ export async function startRedis(): Promise<RedisServer> {
   }
   proc.kill('SIGKILL');
   throw new Error(`redis-server did not start on port ${port}`);
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }

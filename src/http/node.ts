@@ -1,0 +1,144 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import onHeaders from 'on-headers';
+import { als, runInProfile } from '../core/context.js';
+import { report } from '../core/errors.js';
+import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../results/routes.js';
+import type { HttpConfig } from './config.js';
+import { openProfile, type ProfiledResponse } from './response.js';
+
+/** A connect-style middleware: Express, connect, polka and a plain `node:http` handler all call it so. */
+export type NodeMiddleware<Req> = (req: Req, res: ServerResponse, next: (err?: unknown) => void) => void;
+
+/** The response end as the app may call it: `end()`, `end(cb)`, `end(chunk, cb)`, `end(chunk, encoding, cb)`. */
+type End = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
+
+/** What `res` closing means for the profile, on HTTP/1 (and light-my-request's fake) and HTTP/2 responses. */
+interface Closable {
+  statusCode: number;
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+  /** HTTP/2 compatibility responses only. */
+  stream?: { aborted?: boolean };
+}
+
+/**
+ * Seal `p` when `res` closes, finished or aborted alike. Finished means 'finish' was emitted and
+ * nothing reset the transport: Node 20 and 22 emit 'finish' for a response whose connection was
+ * reset while its end was still being written (a client that left during a large body), and the
+ * request's socket keeps that reset; an HTTP/2 response emits 'finish' at every close, and its
+ * stream says whether the client reset it.
+ */
+export function sealOnClose(p: ProfiledResponse, socket: { errored?: unknown } | null | undefined, res: Closable): void {
+  let finished = false;
+  res.once('finish', () => {
+    finished = true;
+  });
+  res.once('close', () => {
+    const reset = res.stream !== undefined ? res.stream.aborted === true : socket?.errored != null;
+    p.close(res.statusCode, finished && !reset);
+  });
+}
+
+/**
+ * Hook one developer's `node:http` response, and only that one (per-response wrappers, as
+ * `compression` does): `on-headers` for our headers as the head goes out, its `end` for the
+ * comment in a whole HTML body, and the seal on close.
+ */
+export function hookResponse(p: ProfiledResponse, req: IncomingMessage, res: ServerResponse): void {
+  onHeaders(res, function (this: ServerResponse) {
+    p.headers(this, this.statusCode);
+  });
+  const end = res.end as End;
+  res.end = function (this: ServerResponse, ...args: unknown[]): ServerResponse {
+    const [chunk, encoding, cb] = args;
+    // Streamed (the head is out), no body, or `end(cb)`: nothing to add to, the root stops here.
+    if (this.headersSent || chunk === undefined || chunk === null || typeof chunk === 'function') {
+      p.body(this, this.statusCode, undefined);
+      return end.apply(this, args);
+    }
+    const body = p.body(this, this.statusCode, chunk, typeof encoding === 'string' ? encoding : undefined);
+    if (body === null) return end.apply(this, args);
+    // A length the app set was checked against the body it gave: it now counts the comment too.
+    if (this.getHeader('content-length') !== undefined) {
+      this.setHeader('Content-Length', typeof body === 'string' ? Buffer.byteLength(body, encoding as BufferEncoding | undefined) : body.byteLength);
+    }
+    return end.call(this, body, encoding, cb);
+  } as ServerResponse['end'];
+  sealOnClose(p, req.socket, res);
+}
+
+/**
+ * Run the request stream's events in the profile. Node runs a stream's events in the socket's
+ * context, not the request's (nodejs/node#41285), so steps in a body parser that works from
+ * 'data'/'end' listeners (Fastify's `parseAs` parsers) were lost. Re-entered as on-finished does
+ * for its listeners; only while the profile is open, so that an event after the seal cannot
+ * switch the hooks on again.
+ */
+export function runEventsInProfile(p: ProfiledResponse, req: IncomingMessage): void {
+  const emit = req.emit;
+  req.emit = function (this: IncomingMessage, ...args: Parameters<IncomingMessage['emit']>): boolean {
+    if (p.profile.sealed) return emit.apply(this, args);
+    return als.run(p.profile.root, () => emit.apply(this, args));
+  } as IncomingMessage['emit'];
+}
+
+/** This copy's mark on a response it profiles: mounted twice (app and sub-app), the outer profile covers it. */
+const PROFILED = Symbol('miniprof.profiled');
+type Marked = { [PROFILED]?: true };
+
+function cookieOf(req: IncomingMessage): unknown {
+  return req.headers.cookie;
+}
+
+/** HTTPS as seen on the socket: no proxy header is believed. */
+function encrypted(req: IncomingMessage): boolean {
+  return (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
+}
+
+/**
+ * The whole connect-style middleware for `node:http` responses: decide, serve the results pages,
+ * or profile the rest of the chain. For anyone but a developer it calls `next()` and nothing
+ * else. `secure` says whether the request came over HTTPS (for the opt-in cookie's `Secure`).
+ * The URL is `req.originalUrl` where the framework keeps one (Express, connect and polka rewrite
+ * `req.url` under a mount path), else `req.url`.
+ */
+export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, secure: (req: Req) => boolean = encrypted): NodeMiddleware<Req> {
+  if (cfg.isDeveloper === null) return (_req, _res, next) => next();
+  const onError = cfg.core.onInternalError;
+
+  function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
+    const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
+    if (cfg.results !== null && underBase(cfg.results, url)) {
+      serveResults(cfg.results, dev, req.method, url!, secure(req), onError, req.headers)
+        .then((r) => (r === null ? next() : writeReply(res, r)), (err: unknown) => (report(onError, err), next()))
+        .catch((err: unknown) => report(onError, err));
+      return;
+    }
+    // The client left while an async isDeveloper (or a middleware before us) was busy: 'close'
+    // has fired already, and nothing would seal a profile opened now.
+    if (res.destroyed) return next();
+    const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers);
+    if (p === null) return next();
+    (res as Marked)[PROFILED] = true;
+    hookResponse(p, req, res);
+    runInProfile(p.profile, next);
+  }
+
+  return function miniprofMiddleware(req, res, next) {
+    if ((res as Marked)[PROFILED] === true) return next();
+    const dev = decide(cfg, req, cookieOf);
+    if (dev === null) return next();
+    if (dev instanceof Promise) {
+      // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
+      dev.then((d) => (d === null ? next() : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
+      return;
+    }
+    developer(req, res, next, dev);
+  };
+}
+
+/** A results page, unless the app has already answered. */
+function writeReply(res: ServerResponse, r: ResultsReply): void {
+  if (res.headersSent) return;
+  res.writeHead(r.status, r.headers);
+  res.end(r.body);
+}

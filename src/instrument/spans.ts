@@ -1,0 +1,114 @@
+import { currentScope } from '../core/context.js';
+import { report } from '../core/errors.js';
+import { toText } from '../core/names.js';
+import type { Profile } from '../core/profile.js';
+import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, TimingNode } from '../core/timing.js';
+import { classify, commandOf, ownLibOf, STEP, type SpanParts } from './otel-map.js';
+import { claim, pend, unpend } from './record.js';
+
+/**
+ * Spans joining the current profile's tree (miniprof/otel's processor calls these): a span that
+ * starts while a profile is current becomes a step or a custom timing under the step current
+ * then, or under the step made from its parent span when that is nested deeper.
+ */
+
+/** The step a span starting here would go under, if a live profile is current: one check. */
+export function profiledScope(): TimingNode<Profile> | undefined {
+  const scope = currentScope();
+  return scope !== undefined && scope.profile !== null ? scope : undefined;
+}
+
+/** A span's place in its profile, kept by the processor until the span ends. */
+export interface SpanNode {
+  readonly profile: Profile;
+  /** A step (TimingNode) or a custom timing (CustomNode). */
+  readonly node: TimingNode<Profile> | CustomNode;
+}
+
+/**
+ * Record a span that just started in `scope` (from {@link profiledScope}). `parent`: the SpanNode
+ * of its parent span, if it has one; `lagUs`: how long before now it started (0 for a span
+ * started now).
+ * Returns undefined when nothing is recorded: no live profile here, a span of another trace than
+ * the profile's, a span miniprof does not show (the request's own, one it exported), a call
+ * miniprof's own instrumentation reported first, or a full profile.
+ */
+export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: SpanNode | undefined, lagUs: number): SpanNode | undefined {
+  const profile = scope.profile!;
+  // Code that runs in another request's async context (a library that keeps callbacks without
+  // their context) may still start its span in the right trace, when its instrumentation carried
+  // OpenTelemetry's context: such a span does not join a profile of another trace.
+  if (profile.traceId !== undefined && s.spanContext().traceId !== profile.traceId) return undefined;
+  try {
+    const category = classify(s);
+    if (category === null) return undefined;
+    const under = placeOf(parentIn(scope), parent, profile);
+    const cfg = profile.config;
+    let lib: string | null = null;
+    if (category !== STEP) {
+      lib = ownLibOf(s);
+      // miniprof's own instrumentation opened this very call: it stays, marked as traced.
+      if (lib !== null && claim(profile, lib, under, true) !== null) return undefined;
+    }
+    if (profile.count >= cfg.maxSteps || (category === STEP && under.depth >= cfg.maxDepth)) {
+      profile.droppedSteps++;
+      return undefined;
+    }
+    profile.count++;
+    const now = profile.nowUs();
+    const startUs = lagUs > 0 && now > lagUs ? now - lagUs : now;
+    if (category === STEP) {
+      const t = new TimingNode(toText(s.name, cfg.maxNameLength), under, profile, startUs);
+      t.flags |= F_TRACED;
+      return { profile, node: t };
+    }
+    const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
+    c.flags |= F_SPAN | F_TRACED;
+    profile.addCustom(under, c);
+    if (lib !== null) pend(profile, { lib, parent: under, node: c, own: false });
+    return { profile, node: c };
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+    return undefined;
+  }
+}
+
+/**
+ * The span ended after `durationUs`: its node ends with it; a custom timing whose command was
+ * only the span's name at the start takes the one its final attributes give (pg sets the query
+ * text just after the span started). A sealed profile is not
+ * changed, nor is a custom timing miniprof's own instrumentation took over (it ends it itself).
+ */
+export function spanEnded(sn: SpanNode, s: SpanParts, durationUs: number, failed: boolean): void {
+  const { profile, node } = sn;
+  if (profile.sealed || node.durationUs !== RUNNING) return;
+  try {
+    const d = durationUs > 0 ? durationUs : 0;
+    if (node instanceof TimingNode) {
+      node.durationUs = d;
+      if (failed) node.flags |= F_ERROR;
+      return;
+    }
+    if ((node.flags & F_SPAN) === 0) return;
+    if (profile.pending !== null) unpend(profile, node);
+    // Read again only when the text was not there at the start (pg sets it just after).
+    if (node.command === s.name) node.command = toText(commandOf(s), profile.config.maxCommandLength);
+    node.durationUs = d;
+    if (failed) node.flags |= F_ERROR;
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+  }
+}
+
+/**
+ * Under the current step, unless the span's parent span is a step made from a span within it
+ * (then that one, or its nearest running ancestor, is the more precise place). A parent span
+ * elsewhere in the tree (or in another profile) loses to where the code runs now.
+ */
+function placeOf(step: TimingNode<Profile>, parent: SpanNode | undefined, profile: Profile): TimingNode<Profile> {
+  if (parent === undefined || parent.profile !== profile || !(parent.node instanceof TimingNode)) return step;
+  let p: TimingNode<Profile> = parent.node;
+  while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
+  for (let a: TimingNode<Profile> | null = p; a !== null; a = a.parent) if (a === step) return p;
+  return step;
+}
