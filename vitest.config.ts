@@ -8,6 +8,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * that every file importing a service helper is listed).
  */
 export const SERVICE_TESTS = [
+  'test/badge-browser.test.ts',
   'test/browser.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
