@@ -122,13 +122,16 @@ const HTTP_ROWS = ['none/none', 'dev/dev', 'none/hook', 'none/nondev', 'hook/non
 // --only fastify:nondev,express:ref/dev runs a subset (`fw:B` is none/B; `fw` alone, all rows).
 // Other configurations of bench/http/server.js (dev-nostore against none, spin10) run only when named there.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
+// Koa, Hono and node:http (issue 50): the non-developer rows, and the control.
+const NONDEV_ROWS = ['none/none', 'none/hook', 'none/nondev', 'hook/nondev'];
 const HTTP = {};
-for (const fw of ['express', 'fastify']) {
-  if (only === '') HTTP[fw] = HTTP_ROWS;
+for (const fw of ['express', 'fastify', 'koa', 'hono', 'http']) {
+  const all = fw === 'express' || fw === 'fastify' ? HTTP_ROWS : NONDEV_ROWS;
+  if (only === '') HTTP[fw] = all;
   for (const item of only.split(',').filter(Boolean)) {
     const [ofw, row] = item.split(':');
     if (ofw !== fw) continue;
-    HTTP[fw] = row === undefined ? HTTP_ROWS : [...(HTTP[fw] ?? []), row.includes('/') ? row : `none/${row}`];
+    HTTP[fw] = row === undefined ? all : [...(HTTP[fw] ?? []), row.includes('/') ? row : `none/${row}`];
   }
 }
 
@@ -355,9 +358,13 @@ function budget(m, h) {
     for (const [fw, name, target] of [
       ['express', 'Express', 0.97],
       ['fastify', 'Fastify', 0.95],
+      ['koa', 'Koa', 0.97],
+      ['hono', 'Hono', 0.97],
+      ['http', 'node:http (wrap)', 0.97],
     ]) {
       const s = row(fw, 'none/nondev');
-      if (s !== undefined) add(`${name}, non-developer request (an empty ${fw === 'express' ? 'middleware' : '`onRequest` hook'} alone: ${x(row(fw, 'none/hook'))})`, x(s), `>= x${target}`, s.cpu >= target);
+      const hook = fw === 'fastify' ? '`onRequest` hook' : fw === 'http' ? 'connect-style pass-through' : 'middleware';
+      if (s !== undefined) add(`${name}, non-developer request (an empty ${hook} alone: ${x(row(fw, 'none/hook'))})`, x(s), `>= x${target}`, s.cpu >= target);
     }
     for (const [fw, name, target] of [
       ['express', 'Express', 0.92],
