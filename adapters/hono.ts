@@ -27,6 +27,12 @@ function target(url: string): string {
   return at === -1 ? '/' : url.slice(at);
 }
 
+/** HTTPS as seen on the Node socket (the URL's scheme can come from the request line), else the URL's. */
+function secure(c: Context): boolean {
+  const node = incoming(c);
+  return node !== undefined ? (node.socket as { encrypted?: boolean } | null)?.encrypted === true : c.req.url.startsWith('https:');
+}
+
 function cookieOf(c: Context): unknown {
   return c.req.header('cookie');
 }
@@ -40,6 +46,8 @@ function dropConditionals(c: Context): void {
   const node = incoming(c);
   if (node !== undefined) stripConditionals(node.headers);
   const raw = c.req.raw;
+  // Only GET and HEAD are answered 304; a request with a body is left as it came.
+  if (raw.method !== 'GET' && raw.method !== 'HEAD') return;
   if (!raw.headers.has('if-none-match') && !raw.headers.has('if-modified-since')) return;
   const headers = new Headers(raw.headers);
   headers.delete('if-none-match');
@@ -51,11 +59,13 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   const onError = cfg.core.onInternalError;
   const url = target(c.req.url);
   if (cfg.results !== null && underBase(cfg.results, url)) {
-    const r = await serveResults(cfg.results, dev, c.req.method, url, c.req.url.startsWith('https:'), onError).catch((err: unknown) => (report(onError, err), null));
+    const r = await serveResults(cfg.results, dev, c.req.method, url, secure(c), onError).catch((err: unknown) => (report(onError, err), null));
     return r === null ? next() : replyResponse(r);
   }
-  // The client left while an async isDeveloper was answering: nothing would seal a profile opened now.
-  if (incoming(c)?.destroyed === true) return next();
+  const out = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  // The client left while an async isDeveloper was answering: 'close' has fired already, and
+  // nothing would seal a profile opened now.
+  if (out?.destroyed === true) return next();
   const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, {});
   if (p === null) return next();
   (c as Marked)[PROFILED] = true;
@@ -66,7 +76,6 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   }
   // Sealed when the Node response closes (a streamed body may still be going out then); without
   // one (`app.request()`), once the response is handed back.
-  const out = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
   if (out !== undefined) sealOnClose(p, out.req?.socket, out);
   try {
     await runInProfile(p.profile, next);
