@@ -96,6 +96,35 @@ describe('miniprof/hono', () => {
     expect(profiles[0]!.toJSON().request!.aborted).toBe(true);
   });
 
+  it('an HTML body stream that fails before it is complete fails for the client as it does without miniprof, and nothing escapes', async () => {
+    const reports: unknown[] = [];
+    const escapes: unknown[] = [];
+    const onEscape = (e: unknown) => escapes.push(e);
+    process.on('unhandledRejection', onEscape);
+    const failing = (c: import('hono').Context) =>
+      c.body(
+        new ReadableStream({
+          start(ctl) {
+            ctl.enqueue(new TextEncoder().encode('<html><body>'));
+            ctl.error(new Error('disk gone'));
+          },
+        }),
+        200,
+        { 'content-type': 'text/html' },
+      );
+    const base = new Hono();
+    base.get('/page', failing);
+    const a = app({ ...fixed, onInternalError: (e: unknown) => reports.push(e) });
+    a.get('/page', failing);
+    const outcome = (port: number) => raw(port, { path: '/page' }, 2000).then((r) => r.body.toString().replace(/^[0-9a-f]+\r\n/, ''), (e: Error) => `failed: ${e.message.slice(0, 20)}`);
+    const want = await outcome(await serve(getRequestListener(base.fetch)));
+    const got = await outcome(await serve(getRequestListener(a.fetch)));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    process.off('unhandledRejection', onEscape);
+    expect(got).toBe(want);
+    expect([reports, escapes]).toEqual([[], []]);
+  });
+
   it('a Response with immutable headers (Response.redirect) still gets our headers, on a copy', async () => {
     const a = app();
     a.get('/away', () => Response.redirect('http://127.0.0.1/elsewhere', 302));

@@ -1,5 +1,5 @@
-import { debug, report, type InternalErrorHandler } from '../core/errors.js';
 import type { ReadableStreamReadResult } from 'node:stream/web';
+import { debug, report, type InternalErrorHandler } from '../core/errors.js';
 import type { HeaderTarget } from '../results/save.js';
 import type { ResultsReply } from '../results/routes.js';
 import type { ProfiledResponse } from './response.js';
@@ -35,6 +35,8 @@ type Read = { whole: Uint8Array } | { rest: ReadableStream<Uint8Array> };
  * made from a string or bytes is complete by then: it comes back whole. Anything else (a stream
  * still being written, a large body) comes back as a stream of the same bytes, those read first
  * and then the rest as the app writes it: the client receives exactly what it would have.
+ * (@hono/node-server reads a body the same way, without waiting, to decide on a Content-Length.)
+ * A body that fails while read fails the same way for the client.
  */
 export async function readIfWhole(body: ReadableStream<Uint8Array>, cap: number): Promise<Read> {
   const reader = body.getReader();
@@ -45,7 +47,12 @@ export async function readIfWhole(body: ReadableStream<Uint8Array>, cap: number)
   let pending: Promise<ReadableStreamReadResult<Uint8Array>> | null = null;
   while (!late && size <= cap) {
     pending ??= reader.read();
-    const r = await Promise.race([pending, deadline]);
+    let r: ReadableStreamReadResult<Uint8Array> | null;
+    try {
+      r = await Promise.race([pending, deadline]);
+    } catch {
+      break;
+    }
     if (r === null) break;
     pending = null;
     if (r.done) return { whole: concat(chunks, size) };
