@@ -102,9 +102,11 @@ const allRows = [...ROWS, ...(extra ? EXTRA_ROWS : []), ...(baselineRev !== '' ?
 // --only mixed,fastify:dev runs a subset: a row id for both frameworks, or `fw:id` for one.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
 const known = [...ROWS, ...EXTRA_ROWS, ...BEFORE_ROWS];
-const HTTP = { express: [], fastify: [] };
+// Koa, Hono and node:http (wrap): the non-developer row only, against the same app without miniprof.
+const OTHER_ROWS = ROWS.filter((r) => r.id === 'nondev');
+const HTTP = { express: [], fastify: [], koa: [], hono: [], http: [] };
 for (const fw of Object.keys(HTTP)) {
-  if (only === '') HTTP[fw] = allRows;
+  if (only === '') HTTP[fw] = fw === 'express' || fw === 'fastify' ? allRows : OTHER_ROWS;
   for (const item of only.split(',').filter(Boolean)) {
     const [x, y] = item.split(':');
     const [ofw, id] = y === undefined ? [fw, x] : [x, y];
@@ -178,7 +180,7 @@ async function check(bin, framework, name) {
     const ok = res.status === 200 && body.includes('</body>') && (shows ? comment && st !== null : !comment && st === null);
     if (!ok) throw new Error(`${framework}/${name}: unexpected response (status ${res.status}, comment ${comment}, Server-Timing ${st})`);
     // The mixed rows' developer request is one: the server must be able to tell.
-    if (side.config === 'nondev') {
+    if (side.config === 'nondev' && (framework === 'express' || framework === 'fastify')) {
       const slow = await fetch(`${url}/slow`, { headers: { [DEVELOPER_HEADER]: '1' } });
       await slow.text();
       if (slow.status !== 200 || slow.headers.get('server-timing') === null) throw new Error(`${framework}/${name}: GET /slow with the developer header was not profiled`);
@@ -310,6 +312,10 @@ function httpSummary(h, major) {
       pass = (e === undefined || e.cpu >= row.target.express) && (fy === undefined || fy.cpu >= row.target.fastify);
     }
     lines.push(`| ${row.what} (\`${row.id}\`: ${row.a} / ${row.b}) | ${x(e)} | ${x(fy)} | ${target} | ${pass === undefined ? '' : verdict(pass)} |`);
+  }
+  for (const [fw, name] of [['koa', 'Koa'], ['hono', 'Hono'], ['http', 'node:http (wrap)']]) {
+    const s = summary[fw]?.nondev;
+    if (s !== undefined) lines.push(`| ${name}: non-developer request, against no miniprof (\`${fw}:nondev\`) | ${x(s)} | | ≥ ×0.97 | ${verdict(s.cpu >= 0.97)} |`);
   }
   return lines.join('\n') + '\n';
 }

@@ -1,6 +1,6 @@
 // `node scripts/bundle.mjs [dir]` (run by `npm run build`, after tsc): the package's entries,
-// `<dir>/bundle/index.js`, `express.js`, `fastify.js` and `otel.js`, each one ES module with the
-// code they share in `<dir>/bundle/chunks/`, made from tsc's per-module output in `<dir>` (default
+// `<dir>/bundle/index.js`, `express.js`, `fastify.js`, `koa.js`, `hono.js`, `http.js` and `otel.js`,
+// each one ES module with the code they share in `<dir>/bundle/chunks/`, made from tsc's per-module output in `<dir>` (default
 // `dist`). Give it a copy of dist/ to bundle that copy (bench/http's MINIPROF_BENCH_DIST).
 //
 // Why: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every request it
@@ -15,7 +15,7 @@ import { build } from 'esbuild';
 import { resolve } from 'node:path';
 
 const dir = resolve(process.argv[2] ?? 'dist');
-const entries = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js', otel: 'adapters/otel.js' };
+const entries = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js', koa: 'adapters/koa.js', hono: 'adapters/hono.js', http: 'adapters/http.js', otel: 'adapters/otel.js' };
 
 await build({
   entryPoints: Object.entries(entries).map(([out, input]) => ({ out, in: `${dir}/${input}` })),

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
 // What the package's exports point at: the bundles scripts/bundle.mjs makes of tsc's modules.
-const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js', 'dist/bundle/otel.js'];
+const ENTRY_FILES = ['dist/bundle/index.js', 'dist/bundle/express.js', 'dist/bundle/fastify.js', 'dist/bundle/koa.js', 'dist/bundle/hono.js', 'dist/bundle/http.js', 'dist/bundle/otel.js'];
 
 /** Exact, sorted export names of each entry: adding or losing a public name must be deliberate. */
 const EXPORTS: Record<string, string[]> = {
@@ -19,6 +19,9 @@ const EXPORTS: Record<string, string[]> = {
   'miniprof/express': ['default', 'miniprof'],
   'miniprof/fastify': ['default', 'miniprof'],
   'miniprof/otel': ['MiniprofSpanProcessor', 'exportProfile'],
+  'miniprof/koa': ['default', 'miniprof'],
+  'miniprof/hono': ['default', 'miniprof'],
+  'miniprof/http': ['default', 'miniprof', 'wrap'],
 };
 
 let dir = '';
@@ -60,7 +63,7 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'node_modules', '@types'), { recursive: true });
   // The package is linked the way `npm link` would; its own dependencies resolve from its real path.
   symlinkSync(ROOT, join(dir, 'node_modules', 'miniprof'), 'dir');
-  for (const dep of ['express', 'fastify', 'typescript']) {
+  for (const dep of ['express', 'fastify', 'typescript', 'koa', 'hono', '@hono', 'connect', 'polka']) {
     symlinkSync(join(ROOT, 'node_modules', dep), join(dir, 'node_modules', dep), 'dir');
   }
   for (const types of ['node', 'express', 'express-serve-static-core', 'serve-static', 'qs', 'range-parser', 'send', 'http-errors', 'body-parser', 'connect', 'mime']) {
@@ -136,7 +139,7 @@ console.log(JSON.stringify(out));`,
       'node:util',
       'on-headers',
     ]);
-    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'index.js', 'otel.js']);
+    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'hono.js', 'http.js', 'index.js', 'koa.js', 'otel.js']);
     // OpenTelemetry is imported by the otel entry alone, never by the chunks the others load.
     const otelImporters = files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes('"@opentelemetry/api"'));
     expect(otelImporters).toEqual(['otel.js']);
@@ -150,7 +153,7 @@ console.log(JSON.stringify(out));`,
     expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
     expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual(ENTRY_FILES.slice().sort());
     // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
-    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/core/profile.d.ts']) {
+    for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/koa.d.ts', 'dist/adapters/hono.d.ts', 'dist/adapters/http.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/http/fetch.d.ts', 'dist/src/core/profile.d.ts']) {
       expect(paths).toContain(d);
     }
   });
@@ -241,6 +244,72 @@ for (const id of ['miniprof/dist/src/core/context.js', 'miniprof/src/index.ts', 
 console.log(JSON.stringify(out));`,
     );
     expect(JSON.parse(ok(file))).toEqual(Array(3).fill('ERR_PACKAGE_PATH_NOT_EXPORTED'));
+  });
+
+  test('Koa, Hono, node:http, connect and polka from plain node, by import and by require: a developer request gets the comment and Server-Timing', () => {
+    const app = (load: string) => `${load}
+const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'ci' };
+const page = '<html><body>hi</body></html>';
+const listen = (server) => new Promise((r) => server.listen(0, '127.0.0.1', () => r(server)));
+const ask = async (server) => {
+  const res = await fetch('http://127.0.0.1:' + server.address().port + '/');
+  const body = await res.text();
+  server.close();
+  return [res.headers.get('server-timing'), body.includes('<!--\\nci at 2026-11-29T12:00:00.000Z') && body.endsWith('--></body></html>')];
+};
+(async () => {
+  const out = {};
+  const k = new Koa();
+  k.use(koa.miniprof(fixed));
+  k.use((ctx) => { step('koa', () => {}); ctx.body = page; });
+  out.koa = await ask(await listen(http.createServer(k.callback())));
+  const h = new Hono();
+  h.use(hono.miniprof(fixed));
+  h.get('/', (c) => { step('hono', () => {}); return c.html(page); });
+  out.hono = await ask(await listen(http.createServer(getRequestListener(h.fetch))));
+  const handler = (_req, res) => { step('node', () => {}); res.setHeader('content-type', 'text/html'); res.end(page); };
+  out.wrap = await ask(await listen(http.createServer(nodeHttp.wrap(handler, fixed))));
+  const c = connect();
+  c.use(nodeHttp.miniprof(fixed));
+  c.use(handler);
+  out.connect = await ask(await listen(http.createServer(c)));
+  const p = polka();
+  p.use(nodeHttp.miniprof(fixed));
+  p.use(handler);
+  out.polka = await ask(await listen(http.createServer((req, res) => p.handler(req, res))));
+  console.log(JSON.stringify(out));
+})();`;
+    const esm = write(
+      'frameworks.mjs',
+      app(`import http from 'node:http';
+import Koa from 'koa';
+import { Hono } from 'hono';
+import { getRequestListener } from '@hono/node-server';
+import connect from 'connect';
+import polka from 'polka';
+import { step } from 'miniprof';
+import * as koa from 'miniprof/koa';
+import * as hono from 'miniprof/hono';
+import * as nodeHttp from 'miniprof/http';`),
+    );
+    const cjs = write(
+      'frameworks.cjs',
+      app(`const http = require('node:http');
+const Koa = require('koa');
+const { Hono } = require('hono');
+const { getRequestListener } = require('@hono/node-server');
+const connect = require('connect');
+const polka = require('polka');
+const { step } = require('miniprof');
+const koa = require('miniprof/koa');
+const hono = require('miniprof/hono');
+const nodeHttp = require('miniprof/http');`),
+    );
+    const expected = Object.fromEntries(
+      ['koa', 'hono', 'wrap', 'connect', 'polka'].map((n) => [n, [`${n === 'wrap' || n === 'connect' || n === 'polka' ? 'node' : n};dur=0.0, total;dur=0.0`, true]]),
+    );
+    expect(JSON.parse(ok(esm))).toEqual(expected);
+    expect(JSON.parse(ok(cjs))).toEqual(expected);
   });
 
   test('import and require share one module instance: a step recorded via require lands in a profile opened via import', () => {

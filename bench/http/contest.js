@@ -1,4 +1,4 @@
-// `node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH]
+// `node bench/http/contest.js <express|fastify|koa|hono|http> <configA> <configB> [pairs] [rounds] [--node PATH]
 // [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N]
 // [--connections N] [--hold both]`: two bench servers (bench/http/server.js configurations, e.g. `hook nondev`)
 // loaded at the same time, both pinned to CPU 0, each by its own autocannon loader on CPU 1
@@ -80,8 +80,8 @@ const held = holdArg === 'both';
 const [framework, configA, configB, pairsArg = '4', roundsArg = '3'] = pos;
 const pairs = Number(pairsArg);
 const rounds = Number(roundsArg);
-if (!['express', 'fastify'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
-  console.error('usage: node bench/http/contest.js <express|fastify> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N] [--connections N] [--hold both]');
+if (!['express', 'fastify', 'koa', 'hono', 'http'].includes(framework) || configA === undefined || configB === undefined || !(pairs > 0) || !(rounds > 0) || !existsSync(bin)) {
+  console.error('usage: node bench/http/contest.js <express|fastify|koa|hono|http> <configA> <configB> [pairs] [rounds] [--node PATH] [--keep N] [--env-a JSON] [--env-b JSON] [--flags-a JSON] [--flags-b JSON] [--idle-ms N] [--connections N] [--hold both]');
   process.exit(2);
 }
 if (!taskset) console.error('[contest] no taskset: servers and loaders are not pinned, and the figures mean less');

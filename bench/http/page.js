@@ -48,7 +48,13 @@ export async function slow(s) {
  */
 export function emptyHook(framework, app) {
   if (framework === 'express') app.use((_req, _res, next) => next());
-  else app.addHook('onRequest', (_request, _reply, done) => done());
+  else if (framework === 'koa' || framework === 'hono') app.use((_ctx, next) => next());
+  else if (framework === 'http') {
+    // A connect-style pass-through in front of the listener, as miniprof/http's wrap is.
+    const inner = app.listener;
+    const hook = (_req, _res, next) => next();
+    app.listener = (req, res) => hook(req, res, () => inner(req, res));
+  } else app.addHook('onRequest', (_request, _reply, done) => done());
 }
 
 /** A module of the build under test: `dist/`, or MINIPROF_BENCH_DIST (a copy of it with a change). */
@@ -69,6 +75,7 @@ export const entry = (name) => dist(`bundle/${name}.js`);
  * own comment and Server-Timing). Resolves the http.Server.
  */
 export async function servePage(framework, s, install = () => {}, view = undefined) {
+  if (framework === 'koa' || framework === 'hono' || framework === 'http') return serveOther(framework, s, install, view);
   if (framework === 'express') {
     const { default: express } = await import('express');
     const app = express();
@@ -85,6 +92,50 @@ export async function servePage(framework, s, install = () => {}, view = undefin
   fastifyPage(app, s, view);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return app.server;
+}
+
+/**
+ * Koa 3 (`ctx.body`), Hono on @hono/node-server (`c.html`) and plain node:http (`res.end`; `app`
+ * is `{ listener }`, which `install` may wrap) on a node:http server of their own.
+ */
+async function serveOther(framework, s, install, view) {
+  const { default: http } = await import('node:http');
+  let listener;
+  if (framework === 'koa') {
+    const { default: Koa } = await import('koa');
+    const app = new Koa();
+    await install(app);
+    app.use(async (ctx, next) => {
+      if (ctx.path !== '/') return next();
+      const html = await page(s);
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = view === undefined ? html : view(html, (k, v) => ctx.set(k, v));
+    });
+    listener = app.callback();
+  } else if (framework === 'hono') {
+    const { Hono } = await import('hono');
+    const { getRequestListener } = await import('@hono/node-server');
+    const app = new Hono();
+    await install(app);
+    app.get('/', async (c) => {
+      const html = await page(s);
+      return c.html(view === undefined ? html : view(html, (k, v) => c.header(k, v)));
+    });
+    listener = getRequestListener(app.fetch);
+  } else {
+    const app = {
+      listener: (_req, res) => {
+        page(s).then((html) => {
+          res.setHeader('Content-Type', 'text/html; charset=utf-8');
+          res.end(view === undefined ? html : view(html, (k, v) => res.setHeader(k, v)));
+        });
+      },
+    };
+    await install(app);
+    listener = app.listener;
+  }
+  const server = http.createServer(listener);
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
 /** GET / serving the page, the same way in every bench that uses Fastify. */

@@ -1,4 +1,4 @@
-// `node bench/http/server.js <express|fastify> <config>`: one server on 127.0.0.1:0, started by
+// `node bench/http/server.js <express|fastify|koa|hono|http> <config>`: one server on 127.0.0.1:0, started by
 // bench/run.js over IPC. It reports its port once listening, and on {cmd:'stats'} its own CPU
 // time and request count, so CPU per request is the server's alone.
 import { constants, PerformanceObserver } from 'node:perf_hooks';
@@ -11,9 +11,13 @@ const [framework, config] = process.argv.slice(2);
 const CONFIGS = {
   express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
   fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
+  // Koa, Hono and node:http: their non-developer request against the same app without them.
+  koa: ['none', 'hook', 'nondev', 'dev'],
+  hono: ['none', 'hook', 'nondev', 'dev'],
+  http: ['none', 'hook', 'nondev', 'dev'],
 };
 if (!CONFIGS[framework]?.includes(config)) {
-  throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
+  throw new Error(`usage: server.js <${Object.keys(CONFIGS).join('|')}> <config>; configs: ${JSON.stringify(CONFIGS)}`);
 }
 
 let s = direct;
@@ -99,9 +103,10 @@ const kept = Array.from({ length: keepObjects }, (_, i) => ({ i, s: `x${i}` }));
 
 const server = await servePage(framework, s, async (app) => {
   if (ours) {
-    const { miniprof } = await import(entry(framework));
-    if (framework === 'express') app.use(miniprof(miniprofOptions));
-    else await app.register(miniprof, miniprofOptions);
+    const { miniprof, wrap } = await import(entry(framework));
+    if (framework === 'http') app.listener = wrap(app.listener, miniprofOptions);
+    else if (framework === 'fastify') await app.register(miniprof, miniprofOptions);
+    else app.use(miniprof(miniprofOptions));
   } else if (config === 'ref') {
     // REF_OUTPUTS=0: the reference renders nothing (no comment, no Server-Timing).
     await installReference(framework, app, process.env.REF_OUTPUTS !== '0');

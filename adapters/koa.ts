@@ -1,0 +1,93 @@
+import type { ServerResponse } from 'node:http';
+import type Koa from 'koa';
+import onHeaders from 'on-headers';
+import { runInProfile } from '../src/core/context.js';
+import { report } from '../src/core/errors.js';
+import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
+import { sealOnClose } from '../src/http/node.js';
+import { openProfile, type ProfiledResponse } from '../src/http/response.js';
+import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
+
+export type { MiniprofOptions } from '../src/http/config.js';
+
+type Ctx = Koa.Context;
+
+/** This copy's mark on a context it profiles: mounted twice (app and a mounted sub-app), the outer profile covers it. */
+const PROFILED = Symbol('miniprof.profiled');
+type Marked = { [PROFILED]?: true };
+
+function cookieOf(ctx: Ctx): unknown {
+  return ctx.req.headers.cookie;
+}
+
+/**
+ * After the chain: the app's response is complete as far as it is concerned, so the root stops
+ * here, and a whole HTML `ctx.body` (a string or a Buffer, never a stream) gets the comment. Koa
+ * writes the head and the body itself afterwards (`respond`), and recomputes the length when the
+ * body is set.
+ */
+function finish(p: ProfiledResponse, ctx: Ctx): void {
+  const res = ctx.res;
+  const whole = ctx.respond !== false && !res.headersSent && (typeof ctx.body === 'string' || Buffer.isBuffer(ctx.body));
+  const body = p.body(res, ctx.status, whole ? ctx.body : undefined);
+  if (body !== null) ctx.body = typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
+async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: Developer): Promise<void> {
+  const onError = cfg.core.onInternalError;
+  const url = ctx.originalUrl;
+  if (cfg.results !== null && underBase(cfg.results, url)) {
+    // `ctx.secure` is Koa's: it also believes X-Forwarded-Proto when the app set `app.proxy`.
+    const r = await serveResults(cfg.results, dev, ctx.method, url, ctx.secure, onError).catch((err: unknown) => (report(onError, err), null));
+    if (r === null) return next();
+    ctx.status = r.status;
+    ctx.set(r.headers);
+    ctx.body = r.body;
+    return;
+  }
+  // The client left while an async isDeveloper was answering: 'close' has fired already, and
+  // nothing would seal a profile opened now.
+  if (ctx.res.destroyed) return next();
+  const p = openProfile(cfg as HttpConfig<never>, ctx.method, url, dev.owner, ctx.req.headers);
+  if (p === null) return next();
+  (ctx as Marked)[PROFILED] = true;
+  // Koa writes the head after the chain returns, or the app does on `ctx.res` (`ctx.respond =
+  // false`), or Koa's error handler does: on-headers sees every one of them.
+  onHeaders(ctx.res, function (this: ServerResponse) {
+    p.headers(this, this.statusCode);
+  });
+  sealOnClose(p, ctx.req.socket, ctx.res);
+  try {
+    await runInProfile(p.profile, next);
+  } catch (err) {
+    // Koa's error handler answers: the root stops here, the body is the handler's own.
+    p.body(ctx.res, ctx.status, undefined);
+    throw err;
+  }
+  finish(p, ctx);
+}
+
+/**
+ * Koa middleware (Koa 2 and 3). Mount it first, so the rest of the chain runs inside the profile.
+ *
+ * For a developer's request `await next()` runs inside a profile; afterwards a whole HTML
+ * `ctx.body` gets the comment, and the head Koa writes gets `Server-Timing` and the cache headers.
+ * For anyone else it calls `next()` and touches nothing.
+ *
+ * @example
+ * import { miniprof } from 'miniprof/koa';
+ * app.use(miniprof({ isDeveloper: (ctx) => ctx.state.user?.admin === true }));
+ */
+export function miniprof(options?: MiniprofOptions<Ctx>): Koa.Middleware {
+  const cfg = resolveHttp<Ctx>(options, 'miniprof/koa', (ctx) => ctx.req.socket?.remoteAddress);
+  if (cfg.isDeveloper === null) return (_ctx, next) => next();
+  return function miniprofMiddleware(ctx, next) {
+    if ((ctx as Marked)[PROFILED] === true) return next();
+    const dev = decide(cfg, ctx, cookieOf);
+    if (dev === null) return next();
+    if (dev instanceof Promise) return dev.then((d) => (d === null ? next() : developer(cfg, ctx, next, d)));
+    return developer(cfg, ctx, next, dev);
+  };
+}
+
+export default miniprof;

@@ -1,0 +1,165 @@
+/**
+ * The response matrix on real sockets, run against every adapter (test/adapters/apps.ts): the
+ * same routes answered by a real app of each framework. Non-developer responses are compared byte
+ * for byte with the same app without miniprof; developer responses header by header, and their
+ * bodies against the app's body plus exactly one comment. Hazard IDs are reliability.md's.
+ */
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentProfile, step, type Profile } from '../../src/index.js';
+import { closeServers, raw, serve, waitFor, withoutDate, type RawResponse } from '../helpers/http.js';
+import { ADAPTERS, type Handler, type Reply, type Routes } from './apps.js';
+
+const HTML = 'text/html; charset=utf-8';
+const PAGE = '<!doctype html><html><head><title>t</title></head><body><h1>café ☕</h1></body></html>';
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Profiles the routes saw, with how often each was sealed. */
+interface Seen {
+  profile: Profile;
+  seals: number;
+}
+let seen: Seen[] = [];
+
+function capture(): void {
+  const profile = currentProfile();
+  if (profile === undefined || seen.some((s) => s.profile === profile)) return;
+  const s: Seen = { profile, seals: 0 };
+  const seal = profile.seal;
+  profile.seal = function (this: Profile) {
+    s.seals++;
+    return seal.call(this);
+  };
+  seen.push(s);
+}
+
+/** A route that records its profile, takes a few steps, then replies `reply`. */
+function route(reply: Reply | ((req: Parameters<Handler>[0]) => Reply)): Handler {
+  return async (req) => {
+    capture();
+    await step('load', async () => {
+      await step('query', tick);
+    });
+    step('render', () => undefined);
+    return typeof reply === 'function' ? reply(req) : reply;
+  };
+}
+
+const html = (body: string | Buffer, headers: Record<string, string | string[]> = {}, status?: number): Reply => ({ status, headers: { 'content-type': HTML, ...headers }, body });
+
+const MATRIX_ROUTES: Routes = {
+  '/html': route(html(PAGE)),
+  '/xhtml': route(html(PAGE, { 'content-type': 'application/xhtml+xml; charset=utf-8' })),
+  '/buffer': route(html(Buffer.from(PAGE))),
+  '/latin1': route(html(Buffer.from('<html><body>caf\xe9</body></html>', 'latin1'), { 'content-type': 'text/html; charset=iso-8859-1' })),
+  '/no-body-tag': route(html('<p>a fragment</p>')),
+  '/two-bodies': route(html('<html><body><pre></body></pre></BODY ></html>')),
+  '/app-server-timing': route(html(PAGE, { 'server-timing': 'app;dur=1.5' })),
+  '/etag': route((req) => (req.header('if-none-match') === '"v1"' ? { status: 304, headers: { etag: '"v1"' } } : html(PAGE, { etag: '"v1"' }))),
+  '/cookies': route(html(PAGE, { 'set-cookie': ['a=1; Path=/', 'b=2; HttpOnly'] })),
+  '/missing-page': route(html('<html><body>not here</body></html>', {}, 404)),
+  '/utf16': route(html(Buffer.from('<html><body>x</body></html>', 'utf16le'), { 'content-type': 'text/html; charset=utf-16le' })),
+  '/no-transform': route(html(PAGE, { 'cache-control': 'no-transform' })),
+  '/encoded': route(html(gzipSync(PAGE), { 'content-encoding': 'gzip' })),
+  '/empty-html': route(html('')),
+  '/json': route({ headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"ok":true}' }),
+  '/text': route({ headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'plain' }),
+  '/stream': route({ headers: { 'content-type': HTML }, chunks: ['<html><body>', '<p>streamed</p>', '</body></html>'], everyMs: 5 }),
+  '/204': route({ status: 204 }),
+  '/304': route({ status: 304 }),
+};
+
+interface Row {
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body: 'comment' | 'same';
+  status?: number;
+}
+
+const ROWS: Row[] = [
+  ...['/html', '/xhtml', '/buffer', '/latin1', '/no-body-tag', '/two-bodies', '/app-server-timing', '/etag', '/cookies'].map((path): Row => ({ path, body: 'comment' })),
+  { path: '/missing-page', body: 'comment', status: 404 },
+  { path: '/etag', headers: { 'If-None-Match': '"v1"' }, body: 'comment' },
+  ...['/utf16', '/no-transform', '/encoded', '/empty-html', '/json', '/text', '/stream'].map((path): Row => ({ path, body: 'same' })),
+  { path: '/204', body: 'same', status: 204 },
+  { path: '/304', body: 'same', status: 304 },
+  { path: '/html', method: 'HEAD', body: 'same' },
+];
+
+/** Every comment miniprof writes starts with the machine name given below. */
+const COMMENT = /<!--\nweb-1 at [^]*?\n-->/g;
+
+function header(r: RawResponse, name: string): string | undefined {
+  return r.headers[name]?.join(', ');
+}
+
+/** Headers miniprof sets or may legitimately change (the framing may change with the length). */
+const OURS = new Set(['date', 'content-length', 'transfer-encoding', 'etag', 'cache-control', 'server-timing', 'x-miniprof-id', 'link']);
+
+describe.each(ADAPTERS)('$name', (adapter) => {
+  let basePort = 0;
+  let devPort = 0;
+  const reported: unknown[] = [];
+
+  beforeAll(async () => {
+    basePort = await serve(await adapter.listener(null, MATRIX_ROUTES));
+    const options = { isDeveloper: adapter.byHeader('x-dev'), machine: 'web-1', onInternalError: (e: unknown) => reported.push(e) };
+    devPort = await serve(await adapter.listener(options, MATRIX_ROUTES));
+  });
+  afterAll(async () => {
+    await closeServers();
+    seen = [];
+  });
+
+  for (const row of ROWS) {
+    const method = row.method ?? 'GET';
+    const label = `${method} ${row.path}${row.headers ? ' (conditional)' : ''}`;
+    const status = row.headers ? 304 : (row.status ?? 200);
+
+    it(`E4: non-developer ${label}: byte-identical to the app alone`, async () => {
+      const want = await raw(basePort, { method, path: row.path, headers: row.headers });
+      const got = await raw(devPort, { method, path: row.path, headers: row.headers });
+      expect(got.status).toBe(status);
+      expect(withoutDate(got.bytes).toString('latin1')).toBe(withoutDate(want.bytes).toString('latin1'));
+    });
+
+    it(`C1 C6 C7 B6 A6: developer ${label}: ${row.body === 'comment' ? 'one comment more' : 'the same body'}, our headers, sealed once`, async () => {
+      const before = seen.length;
+      const base = await raw(basePort, { method, path: row.path });
+      const got = await raw(devPort, { method, path: row.path, headers: { ...row.headers, 'x-dev': '1' } });
+      // A6: a developer's conditional request is answered in full, never 304 with an old page.
+      expect(got.status).toBe(row.status ?? 200);
+      expect(got.status).toBe(base.status);
+      const body = got.payload.toString('latin1');
+      if (row.body === 'comment') {
+        const found = body.match(COMMENT) ?? [];
+        expect(found, 'exactly one miniprof comment').toHaveLength(1);
+        expect(body.replace(found[0]!, '')).toBe(base.payload.toString('latin1'));
+      } else {
+        expect(body).toBe(base.payload.toString('latin1'));
+      }
+      const length = header(got, 'content-length');
+      if (method === 'HEAD' || got.status === 304 || got.status === 204) expect(got.payload.length).toBe(0);
+      else if (length !== undefined) expect(Number(length)).toBe(got.payload.length);
+      if (method === 'HEAD') expect(length).toBe(header(base, 'content-length'));
+      expect(header(got, 'server-timing')).toMatch(/(^|, )total;dur=\d+\.\d$/);
+      if (row.path === '/app-server-timing') expect(header(got, 'server-timing')).toMatch(/^app;dur=1.5, /);
+      expect(header(got, 'cache-control')).toBe(row.path === '/no-transform' ? 'private, no-store, no-transform' : 'private, no-store');
+      expect(got.headers.etag).toBeUndefined();
+      for (const [name, values] of Object.entries(base.headers)) {
+        if (!OURS.has(name)) expect(got.headers[name], name).toEqual(values);
+      }
+      for (const name of Object.keys(got.headers)) {
+        if (!OURS.has(name)) expect(base.headers[name], `added header ${name}`).toBeDefined();
+      }
+      await waitFor(() => seen.length > before && seen[seen.length - 1]!.profile.sealed, 3000, 'the profile sealed');
+      expect(seen.length).toBe(before + 1);
+      const s = seen[seen.length - 1]!;
+      expect(s.seals).toBe(1);
+      expect(s.profile.toJSON().request).toEqual({ method, path: row.path, status: got.status });
+      expect(s.profile.toJSON().root.children.map((c) => c.name)).toEqual(['load', 'render']);
+      expect(reported).toEqual([]);
+    });
+  }
+});

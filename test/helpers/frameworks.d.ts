@@ -1,0 +1,14 @@
+// `koa2` is an npm alias of koa@2 (devDependency) so both majors are tested side by side; its
+// public API used in the tests is the one @types/koa describes. polka 0.5 ships no types.
+declare module 'koa2' {
+  import Koa from 'koa';
+  export default Koa;
+}
+declare module 'polka' {
+  import type { IncomingMessage, ServerResponse } from 'node:http';
+  interface Polka {
+    use(...handlers: Array<(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => void>): Polka;
+    handler(req: IncomingMessage, res: ServerResponse): void;
+  }
+  export default function polka(): Polka;
+}
