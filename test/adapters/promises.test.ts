@@ -91,6 +91,18 @@ describe.each(ADAPTERS)('$name', (a) => {
     expect(profiles).toHaveLength(1);
   });
 
+  it('F1: unset isDeveloper: a loopback request that came through a proxy (Forwarded, X-Forwarded-For, X-Real-IP, Via) is the app alone', async () => {
+    const base = await start(a, null);
+    const port = await start(a, {});
+    const proxied = [{ Forwarded: 'for=203.0.113.9' }, { 'X-Forwarded-For': '203.0.113.9' }, { 'X-Real-IP': '203.0.113.9' }, { Via: '1.1 nginx' }];
+    for (const headers of proxied) {
+      const want = await raw(base, { path: '/page', headers });
+      const got = await raw(port, { path: '/page', headers });
+      expect(withoutDate(got.bytes).toString('latin1'), JSON.stringify(headers)).toBe(withoutDate(want.bytes).toString('latin1'));
+    }
+    expect(profiles).toHaveLength(0);
+  });
+
   it('A2: NODE_ENV=production and no isDeveloper: the app alone, even for loopback', async () => {
     const env = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
