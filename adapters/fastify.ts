@@ -5,7 +5,7 @@ import onHeaders from 'on-headers';
 import { als, runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { sealOnClose } from '../src/http/node.js';
+import { captureNode, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
@@ -74,6 +74,11 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
   runInProfile(p.profile, next);
 }
 
+/** Not a developer's: with capture on, now and then profiled with no hook on its reply at all. */
+function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+  if (cfg.capture === null || !captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request, next, reenterEvents)) next();
+}
+
 /**
  * A results page, sent from the hook (Fastify allows a reply from onRequest), or the app's own
  * answer when we serve nothing there: routing already ran, so `next()` reaches the app's route
@@ -86,9 +91,7 @@ function answer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: Ho
     .catch((err: unknown) => report(onError, err));
 }
 
-function cookieOf(request: FastifyRequest): unknown {
-  return request.raw.headers.cookie;
-}
+const cookieOf = (request: FastifyRequest): unknown => request.raw.headers.cookie;
 
 const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify, options, done) => {
   let cfg: Cfg;
@@ -99,13 +102,13 @@ const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify,
     // exception and `ready()` waits for pluginTimeout. `done(err)` rejects register/ready with it.
     return done(err as Error);
   }
-  if (cfg.isDeveloper === null) return done();
+  if (cfg.isDeveloper === null && cfg.capture === null) return done();
   fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
     const dev = decide(cfg, request, cookieOf);
-    if (dev === null) return next();
+    if (dev === null) return other(cfg, request, reply, next);
     if (dev instanceof Promise) {
       // `next()` continues Fastify's chain; a throw there must not become an unhandled rejection.
-      dev.then((d) => (d === null ? next() : developer(cfg, request, reply, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
+      dev.then((d) => (d === null ? other(cfg, request, reply, next) : developer(cfg, request, reply, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
       return;
     }
     developer(cfg, request, reply, next, dev);

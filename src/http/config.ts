@@ -3,6 +3,9 @@ import { boolOption, checkObject, CORE_KEYS, fnOption, intOption, invalid, resol
 import { instrument } from '../instrument/channels.js';
 import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
+import { resolveCapture, type CaptureConfig, type CaptureOptions } from './capture.js';
+
+export type { CaptureOptions } from './capture.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
 export interface MiniprofOptions<Req> extends CoreOptions {
@@ -39,6 +42,23 @@ export interface MiniprofOptions<Req> extends CoreOptions {
   secret?: string | Buffer;
   /** How long an opt-in lasts. Default 8 hours. */
   optInMaxAgeMs?: number;
+  /**
+   * Profile a sample of the requests that are not a developer's, with no change at all to their
+   * responses, and keep the slow and failed ones in the results store (under their own quota),
+   * listed for developers at `<basePath>/captured`. `true` takes every default. Default: off.
+   * Needs `results`. A captured profile holds the path without its query, redacted commands,
+   * no header or cookie values, and no user identity but `captureLabel`'s.
+   *
+   * @example
+   * app.use(miniprof({ isDeveloper, capture: { rate: 0.01, slowerThanMs: 1000 } }));
+   */
+  capture?: boolean | CaptureOptions;
+  /**
+   * A label for a kept captured request (a tenant or user id the app chooses to show), asked for
+   * when the response has closed. Anything but a non-empty string is ignored; cut to 100
+   * characters. Default: none (captured profiles name nobody).
+   */
+  captureLabel?: (req: Req) => string;
 }
 
 /** @internal */
@@ -53,9 +73,11 @@ export interface HttpConfig<Req> {
   results: ResultsConfig | null;
   /** The socket's address: the developer's identity when there is no opt-in. */
   peer: (req: Req) => string | undefined;
+  /** null: capture is off, and nothing but `isDeveloper` is asked per request. */
+  capture: CaptureConfig | null;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', ...RESULTS_KEYS] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', ...RESULTS_KEYS, 'capture', 'captureLabel'] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -70,18 +92,20 @@ export function resolveHttp<Req>(
   if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
     isDeveloper = (req) => isLoopback(peer(req));
   }
+  const results = resolveResults(o);
   const cfg: HttpConfig<Req> = {
     core,
     isDeveloper: isDeveloper ?? null,
     htmlComment: boolOption(o, 'htmlComment', true),
     serverTiming: serverTimingOption(o.serverTiming),
     maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
-    results: resolveResults(o),
+    results,
     peer,
+    capture: resolveCapture(o, core, results !== null),
   };
   // Subscribed only once every option is valid, and never when nobody can be profiled
-  // (production without isDeveloper): then the libraries keep their untraced fast path.
-  if (core.instrument && cfg.isDeveloper !== null) instrument();
+  // (production without isDeveloper or capture): then the libraries keep their untraced fast path.
+  if (core.instrument && (cfg.isDeveloper !== null || cfg.capture !== null)) instrument();
   return cfg;
 }
 

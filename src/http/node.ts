@@ -4,7 +4,7 @@ import { runInProfile } from '../core/context.js';
 import { report } from '../core/errors.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../results/routes.js';
 import type { HttpConfig } from './config.js';
-import { openProfile, type ProfiledResponse } from './response.js';
+import { openCapture, openProfile, type ProfiledResponse } from './response.js';
 
 /** A connect-style middleware: Express, connect, polka and a plain `node:http` handler all call it so. */
 export type NodeMiddleware<Req> = (req: Req, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -66,6 +66,33 @@ export function hookResponse(p: ProfiledResponse, req: IncomingMessage, res: Ser
   sealOnClose(p, req.socket, res);
 }
 
+/**
+ * A request that is not a developer's, with capture on: nearly always false and nothing done.
+ * When it is sampled, its profile is sealed when `res` closes, `before(p, req)` runs (an adapter's
+ * own setup, such as re-entering the request's events), and `next` runs in the profile. The
+ * response gets one 'finish' and one 'close' listener and nothing else: no wrapper, no header, no
+ * change to the request. `labelReq` is what `captureLabel` is given: the framework's own request.
+ */
+export function captureNode(
+  cfg: HttpConfig<never>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: string | undefined,
+  labelReq: unknown,
+  next: () => void,
+  before?: (p: ProfiledResponse, req: IncomingMessage) => void,
+): boolean {
+  // The client left already: 'close' has fired, and nothing would seal a profile opened now.
+  if (res.destroyed) return false;
+  const p = openCapture(cfg, req.method, url, labelReq);
+  if (p === null) return false;
+  (res as Marked)[PROFILED] = true;
+  sealOnClose(p, req.socket, res);
+  before?.(p, req);
+  runInProfile(p.profile, next);
+  return true;
+}
+
 /** This copy's mark on a response it profiles: mounted twice (app and sub-app), the outer profile covers it. */
 const PROFILED = Symbol('miniprof.profiled');
 type Marked = { [PROFILED]?: true };
@@ -87,8 +114,14 @@ function encrypted(req: IncomingMessage): boolean {
  * `req.url` under a mount path), else `req.url`.
  */
 export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, secure: (req: Req) => boolean = encrypted): NodeMiddleware<Req> {
-  if (cfg.isDeveloper === null) return (_req, _res, next) => next();
+  const capture = cfg.capture !== null;
+  if (cfg.isDeveloper === null && !capture) return (_req, _res, next) => next();
   const onError = cfg.core.onInternalError;
+
+  /** Not a developer's: the app alone, or now and then a captured profile of it. */
+  function other(req: Req, res: ServerResponse, next: (err?: unknown) => void): void {
+    if (!capture || !captureNode(cfg as HttpConfig<never>, req, res, (req as { originalUrl?: string }).originalUrl ?? req.url, req, next)) next();
+  }
 
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
@@ -111,10 +144,10 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   return function miniprofMiddleware(req, res, next) {
     if ((res as Marked)[PROFILED] === true) return next();
     const dev = decide(cfg, req, cookieOf);
-    if (dev === null) return next();
+    if (dev === null) return other(req, res, next);
     if (dev instanceof Promise) {
       // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
-      dev.then((d) => (d === null ? next() : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
+      dev.then((d) => (d === null ? other(req, res, next) : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
       return;
     }
     developer(req, res, next, dev);

@@ -34,6 +34,8 @@ export function decide<Req>(
   req: Req,
   cookieOf: (req: Req) => unknown,
 ): Developer | null | Promise<Developer | null> {
+  // Nobody is (production without isDeveloper, capture on): no cookie is read either.
+  if (cfg.isDeveloper === null) return null;
   const secret = cfg.results?.secret ?? null;
   if (secret !== null) {
     const cookie = cookieOf(req);
