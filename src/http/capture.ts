@@ -37,8 +37,7 @@ export interface CaptureConfig {
   open: number;
 }
 
-/** The owner captured profiles are filed under: no developer identity can take this form. */
-export const CAPTURE_OWNER = 'capture:';
+export { CAPTURE_OWNER } from '../results/store.js';
 
 /** A label longer than this is cut: it names a user or tenant, never carries data. */
 export const MAX_LABEL_LENGTH = 100;

@@ -103,6 +103,7 @@ export function resolveHttp<Req>(
     peer,
     capture: resolveCapture(o, core, results !== null),
   };
+  if (results !== null) results.captured = cfg.capture !== null;
   // Subscribed only once every option is valid, and never when nobody can be profiled
   // (production without isDeveloper or capture): then the libraries keep their untraced fast path.
   if (core.instrument && (cfg.isDeveloper !== null || cfg.capture !== null)) instrument();

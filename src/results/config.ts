@@ -32,6 +32,8 @@ export interface ResultsConfig {
   /** null: no opt-in route, and cookies are never read. */
   secret: Buffer | null;
   optInMaxAgeMs: number;
+  /** Capture is on: the list links to `basePath/captured`. Set by resolveHttp. */
+  captured: boolean;
 }
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs'] as const;
@@ -75,6 +77,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
     secret,
     optInMaxAgeMs,
+    captured: false,
   };
 }
 

@@ -56,35 +56,52 @@ function flags(list: readonly string[]): string {
   return list.map((f) => `<span class="flag ${escapeHtml(f)}">${escapeHtml(f)}</span>`).join('');
 }
 
+/** Which list a list page shows: the developer's own (the default) or the captured requests. */
+export interface ListView {
+  title: string;
+  /** Where the rows' profiles are served: `base`, or `base/captured`. */
+  path: string;
+  /** More links for the nav: our own HTML, no user text. */
+  nav: string;
+  empty: string;
+}
+
 /**
- * `base/`: this developer's recent profiles, newest first. `base` is the validated base path
- * (only `[A-Za-z0-9/_.~-]`), ids are UUIDs: no user text ever reaches an attribute.
+ * `base/`: this developer's recent profiles, newest first (or another list, by `view`). `base` is
+ * the validated base path (only `[A-Za-z0-9/_.~-]`), ids are UUIDs: no user text ever reaches an
+ * attribute.
  */
-export function renderListPage(list: readonly ProfileSummary[], base: string, optIn: 'in' | 'out' | null): string {
-  let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}</nav>`;
-  body += '<h1>Recent profiles</h1>';
-  if (list.length === 0) return page('miniprof: recent profiles', base, body + '<p>No profiles yet. Make a request as a developer, then reload.</p>');
+export function renderListPage(list: readonly ProfileSummary[], base: string, optIn: 'in' | 'out' | null, view?: ListView): string {
+  const v = view ?? { title: 'Recent profiles', path: base, nav: '', empty: 'No profiles yet. Make a request as a developer, then reload.' };
+  let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}${v.nav}</nav>`;
+  body += `<h1>${escapeHtml(v.title)}</h1>`;
+  const title = `miniprof: ${v.title.toLowerCase()}`;
+  if (list.length === 0) return page(title, base, body + `<p>${escapeHtml(v.empty)}</p>`);
   body += '<table class="profiles"><thead><tr><th>Time</th><th>Method</th><th>Path</th><th class="num">Status</th><th class="num">Duration</th><th class="num">Steps</th><th class="num">Custom</th><th>Flags</th></tr></thead><tbody>';
   for (const s of list) {
     body +=
-      `<tr><td><a href="${base}/${s.id}">${escapeHtml(s.started)}</a></td>` +
-      `<td>${escapeHtml(s.method)}</td><td class="name"><a href="${base}/${s.id}">${escapeHtml(s.path)}</a></td>` +
+      `<tr><td><a href="${v.path}/${s.id}">${escapeHtml(s.started)}</a></td>` +
+      `<td>${escapeHtml(s.method)}</td><td class="name"><a href="${v.path}/${s.id}">${escapeHtml(s.path)}</a>${s.label === undefined ? '' : ` <span class="flag">${escapeHtml(s.label)}</span>`}</td>` +
       `<td class="num">${escapeHtml(String(s.status ?? ''))}</td><td class="num">${escapeHtml(msText(s.durationMs))}</td>` +
       `<td class="num">${escapeHtml(String(s.steps))}</td><td class="num">${escapeHtml(String(s.custom))}</td><td>${flags(s.flags)}</td></tr>`;
   }
-  return page('miniprof: recent profiles', base, body + '</tbody></table>');
+  return page(title, base, body + '</tbody></table>');
 }
 
-/** `base/:id`: facts, the timeline, the tree as a table, warnings, and the JSON as a data block. */
-export function renderProfilePage(p: ProfileJSON, base: string): string {
+/**
+ * `base/:id`: facts, the timeline, the tree as a table, warnings, and the JSON as a data block.
+ * `path`: where the profile is served (`base/captured` for a captured one).
+ */
+export function renderProfilePage(p: ProfileJSON, base: string, path = base): string {
   const s = summarize(p, 0);
-  let body = `<nav><a href="${base}/">← recent profiles</a> · <a href="${base}/${p.id}.json">JSON</a></nav>`;
+  let body = `<nav><a href="${path}/">← ${path === base ? 'recent profiles' : 'captured requests'}</a> · <a href="${path}/${p.id}.json">JSON</a></nav>`;
   body += `<h1><span class="method">${escapeHtml(s.method)}</span>${escapeHtml(s.path)}</h1>`;
   body += '<dl class="facts">';
   body += fact('Status', s.status === undefined ? '' : String(s.status));
   body += fact('Duration', msText(p.durationMs));
   body += fact('Started', p.started);
   body += fact('Machine', p.machine);
+  if (typeof p.request?.label === 'string') body += fact('Label', p.request.label);
   body += fact('Steps', String(s.steps));
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));

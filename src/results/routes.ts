@@ -3,8 +3,8 @@ import type { HttpConfig } from '../http/config.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
 import { optInCookie, optOutCookie, readOptIn, signOptIn, type OptIn } from './optin.js';
-import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
-import { UUID } from './store.js';
+import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
+import { CAPTURE_OWNER, UUID, type ProfileSummary } from './store.js';
 import { withTimeout } from './timeout.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -115,10 +115,16 @@ export async function serveResults(
   const q = url.indexOf('?');
   const rest = (q === -1 ? url : url.slice(0, q)).slice(r.basePath.length);
   const base = r.basePath;
+  const optIn = r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
   try {
     if (rest === '' || rest === '/') {
       const list = await bounded(r, () => r.store.list(dev.owner, r.listLimit));
-      return reply(200, HTML, renderListPage(list, base, r.secret === null ? null : dev.optIn !== null ? 'in' : 'out'));
+      return reply(200, HTML, renderListPage(list, base, optIn, r.captured ? ownView(base) : undefined));
+    }
+    if (rest === '/captured' || rest === '/captured/' || rest === '/captured/slowest') {
+      const list = await bounded(r, () => r.store.list(CAPTURE_OWNER, r.listLimit));
+      const slowest = rest.endsWith('/slowest');
+      return reply(200, HTML, renderListPage(slowest ? bySlowest(list) : list, base, optIn, capturedView(base, slowest)));
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
     if (r.secret !== null && rest === '/opt-in') {
@@ -129,17 +135,41 @@ export async function serveResults(
     if (r.secret !== null && rest === '/opt-out') {
       return reply(303, HTML, '', { Location: `${base}/`, 'Set-Cookie': optOutCookie(https) });
     }
-    const json = rest.endsWith('.json');
-    const id = rest.slice(1, json ? -5 : undefined);
-    if (rest[0] !== '/' || !UUID.test(id)) return null;
-    const p = await bounded(r, () => r.store.get(dev.owner, id));
+    // A captured profile is every developer's to read, at its own path.
+    const captured = rest.startsWith('/captured/');
+    const at = captured ? rest.slice('/captured'.length) : rest;
+    const json = at.endsWith('.json');
+    const id = at.slice(1, json ? -5 : undefined);
+    if (at[0] !== '/' || !UUID.test(id)) return null;
+    const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
-    return reply(200, HTML, renderProfilePage(p, base));
+    return reply(200, HTML, renderProfilePage(p, base, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
   }
+}
+
+/** The developer's own list, with a link to the captured requests (capture is on). */
+function ownView(base: string): ListView {
+  return { title: 'Recent profiles', path: base, nav: ` · <a href="${base}/captured">captured requests</a>`, empty: 'No profiles yet. Make a request as a developer, then reload.' };
+}
+
+/** `base/captured`, newest first, or `base/captured/slowest`. */
+function capturedView(base: string, slowest: boolean): ListView {
+  const other = slowest ? `<a href="${base}/captured">newest first</a>` : `<a href="${base}/captured/slowest">slowest first</a>`;
+  return {
+    title: slowest ? 'Captured requests, slowest first' : 'Captured requests',
+    path: `${base}/captured`,
+    nav: ` · <a href="${base}/">your profiles</a> · ${other}`,
+    empty: 'No captured requests kept yet: only sampled requests that were slow or failed are kept.',
+  };
+}
+
+/** The same rows, slowest first (the newest first among equals). */
+function bySlowest(list: ProfileSummary[]): ProfileSummary[] {
+  return list.map((s, i) => ({ s, i })).sort((a, b) => b.s.durationMs - a.s.durationMs || a.i - b.i).map((x) => x.s);
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
