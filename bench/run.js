@@ -117,8 +117,12 @@ function micro(bin) {
 // Run 27). Its spread is what the developer rows' pairs can be read to. `floor` is the least any
 // profiler meeting the contract must do for a developer request (bench/http/floor.js): set against
 // no profiler and against OpenTelemetry's view it says whether a developer item can be met at
-// all on this machine, and `floor/dev` how far miniprof is from it.
-const HTTP_ROWS = ['none/none', 'dev/dev', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev', 'otel-view/dev-nostore', 'none/floor', 'floor/dev', 'otel-view/floor'];
+// all on this machine, and `floor/dev` how far miniprof is from it. The capture rows are mixed
+// traffic: every request a non-developer's, `capture` sampling 0.1%, 1% or 10% of them (profiled
+// invisibly, then dropped), against miniprof installed without capture: what sampling costs all
+// requests, the await tax of Node <= 22 included (a sampled request's profile switches the promise
+// hooks on for the whole process while it is open).
+const HTTP_ROWS = ['none/none', 'dev/dev', 'none/hook', 'none/nondev', 'hook/nondev', 'none/dev', 'none/ref', 'ref/dev', 'otel/dev', 'otel-view/dev', 'otel-view/dev-nostore', 'none/floor', 'floor/dev', 'otel-view/floor', 'nondev/capture-0.001', 'nondev/capture-0.01', 'nondev/capture-0.1'];
 // --only fastify:nondev,express:ref/dev runs a subset (`fw:B` is none/B; `fw` alone, all rows).
 // Other configurations of bench/http/server.js (dev-nostore against none, spin10) run only when named there.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
@@ -406,6 +410,9 @@ const CONFIG_NAMES = {
   'otel-view': 'OpenTelemetry SDK, the spans kept per request and rendered as comment + Server-Timing',
   ref: 'the reference profiler the budget was set against (bench/reference.js): comment + Server-Timing, no store, no links, no safety',
   spin10: 'for scale: no profiler, + 10 µs of plain JavaScript per request',
+  'capture-0.001': 'miniprof, nobody a developer, `capture: { rate: 0.001 }`: 0.1% of requests profiled invisibly (and dropped: the page is fast)',
+  'capture-0.01': 'the same at `rate: 0.01` (1%)',
+  'capture-0.1': 'the same at `rate: 0.1` (10%)',
   floor: "the floor of a developer request (bench/http/floor.js): a store entered per request, 10 steps of two clock reads and `als.run`, a comment and header of miniprof's bytes made once at start-up, `Cache-Control`; less than any implementation of the contract must do",
 };
 

@@ -7,9 +7,12 @@ import { direct, entry, emptyHook, otelCollector, otelStep, servePage } from './
 import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
+// capture-<rate>: mixed traffic, nobody a developer and `capture` on at that rate: the share of
+// requests sampled are profiled invisibly (and dropped, the page is fast), the rest are not.
+const CAPTURE = ['capture-0.001', 'capture-0.01', 'capture-0.1'];
 const CONFIGS = {
-  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor'],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', ...CAPTURE],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', ...CAPTURE],
 };
 if (!CONFIGS[framework]?.includes(config)) {
   throw new Error(`usage: server.js <express|fastify> <config>; configs: ${JSON.stringify(CONFIGS)}`);
@@ -21,7 +24,8 @@ let view;
 let floor;
 // dev-nostore: a developer request with the results store off (`results: false`): no profile
 // kept for the results pages and no link headers, the features the reference profiler lacks.
-const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev';
+const capture = CAPTURE.includes(config);
+const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev' || capture;
 if (ours) {
   s = (await import(entry('index'))).step;
   // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost;
@@ -71,7 +75,10 @@ function counterClock() {
   return () => (t += 0.013);
 }
 const miniprofOptions = {
-  isDeveloper: () => config !== 'nondev',
+  isDeveloper: () => config !== 'nondev' && !capture,
+  // maxPerMinute high enough never to stop the sampling: the bench's page is never slow, so
+  // nothing is kept and the budget is never spent anyway.
+  ...(capture ? { capture: { rate: Number(config.slice('capture-'.length)), maxPerMinute: 10_000 } } : {}),
   machine: 'bench',
   ...(config === 'dev-nostore' ? { results: false } : {}),
   // MP_COUNTER_CLOCK=1: profiles on a counter clock (as the instruction harness runs them), which

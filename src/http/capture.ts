@@ -4,7 +4,12 @@ import type { ProfileJSON, TimingJSON } from '../core/types.js';
 
 /** The `capture` option: a sample of everyone's requests, profiled without a trace in the response. */
 export interface CaptureOptions {
-  /** The share of requests that are not a developer's to profile, from 0 (exclusive) to 1. Default 0.01. */
+  /**
+   * The share of requests that are not a developer's to profile, above 0 and at most 1. Default
+   * 0.01. On Node 22 and older an open profile keeps AsyncLocalStorage's promise hooks on for the
+   * whole process, so while a sampled request is open every request's awaits cost more: keep the
+   * rate low there (see the README).
+   */
   rate?: number;
   /** A sampled request that took this long or longer is kept. Default 1000. */
   slowerThanMs?: number;
@@ -67,15 +72,6 @@ export function resolveCapture(o: Record<string, unknown>, core: CoreConfig, has
   if (!hasResults) throw invalid('capture', 'off when results is false (captured profiles are kept in the results store)', v);
   const rate = c.rate ?? 0.01;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) throw invalid('capture.rate', 'a number above 0 and at most 1', rate);
-  const maxRate = safeRate();
-  if (rate > maxRate) {
-    throw codedError(
-      'MINIPROF_ERR_INVALID_OPTION',
-      `option "capture.rate" must be at most ${maxRate} on Node ${process.versions.node}, got ${describe(rate)}: on Node 22 and older ` +
-        `every sampled request switches AsyncLocalStorage's promise hooks on for the whole process while it is open, which ` +
-        `slows every other request's awaits too. Node 24 has no such cost and takes any rate.`,
-    );
-  }
   return {
     rate,
     slowerThanMs: intOption(c, 'slowerThanMs', 1000, 0, 3_600_000),
@@ -90,14 +86,6 @@ export function resolveCapture(o: Record<string, unknown>, core: CoreConfig, has
     open: 0,
   };
 }
-
-/** The highest `rate` this Node takes: see resolveCapture's message. */
-export function safeRate(): number {
-  return Number(process.versions.node.split('.')[0]) >= 24 ? 1 : MAX_RATE_ASYNC_HOOKS;
-}
-
-/** Measured (bench/run.js, the capture rows): see the README's "Capturing slow requests in production". */
-export const MAX_RATE_ASYNC_HOOKS = 0.1;
 
 /** This minute's counters, started again when the minute changed. */
 function window(c: CaptureConfig): void {
