@@ -16,9 +16,9 @@ export interface CaptureOptions {
   /** Also keep a sampled request that was answered 5xx or in which a step threw. Default true. */
   errors?: boolean;
   /**
-   * At most this many captured profiles are kept per minute, and at most this many sampled
-   * requests are open at once; once the minute's are kept, nothing more is sampled until the
-   * next minute. Default 60.
+   * At most this many captured profiles are kept per minute. Requests are sampled only while
+   * the ones open and the ones kept this minute are fewer: once the minute's are kept, nothing
+   * more is sampled until the next minute. Default 60.
    */
   maxPerMinute?: number;
 }
@@ -104,13 +104,14 @@ function window(c: CaptureConfig): void {
  */
 export function sampled(c: CaptureConfig): boolean {
   if (Math.random() >= c.rate) return false;
-  if (c.open >= c.maxPerMinute) return false;
   try {
     window(c);
   } catch (err) {
     report(c.core.onInternalError, err);
   }
-  if (c.kept >= c.maxPerMinute) return false;
+  // Never more open than the minute could still keep: a flood of slow requests is profiled only
+  // as far as its profiles can be kept.
+  if (c.open + c.kept >= c.maxPerMinute) return false;
   c.open++;
   return true;
 }
