@@ -1,11 +1,11 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import onHeaders from 'on-headers';
-import { als, runInProfile } from '../src/core/context.js';
+import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { captureNode, sealOnClose } from '../src/http/node.js';
+import { captureNode, runEventsInProfile, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
@@ -16,10 +16,10 @@ type Cfg = HttpConfig<FastifyRequest>;
 /** Keys Fastify itself may pass along with `register` options. */
 const FASTIFY_KEYS = ['prefix', 'logLevel', 'logSerializers'];
 
+/** A Node stream or a web ReadableStream: not a whole body. */
 function isStream(payload: unknown): boolean {
-  if (payload === null || typeof payload !== 'object') return false;
-  const p = payload as { pipe?: unknown; getReader?: unknown };
-  return typeof p.pipe === 'function' || typeof p.getReader === 'function';
+  const p = payload as { pipe?: unknown; getReader?: unknown } | null;
+  return typeof p === 'object' && p !== null && (typeof p.pipe === 'function' || typeof p.getReader === 'function');
 }
 
 /**
@@ -44,22 +44,8 @@ function hookReply(p: ProfiledResponse, request: FastifyRequest, reply: FastifyR
     p.headers(this, this.statusCode);
   });
   sealOnClose(p, request.raw.socket, reply.raw);
-  reenterEvents(p, request.raw);
-}
-
-/**
- * Fastify calls `parseAs: 'string' | 'buffer'` content-type parsers from the body stream's 'end'
- * event, and Node runs a stream's events in the socket's context, not the request's
- * (nodejs/node#41285): steps in such a parser were lost. So this request's stream events run in
- * the profile, as on-finished does for its listeners; only while it is open, so that an event
- * after the seal cannot switch the hooks on again.
- */
-function reenterEvents(p: ProfiledResponse, req: IncomingMessage): void {
-  const emit = req.emit;
-  req.emit = function (this: IncomingMessage, ...args: Parameters<IncomingMessage['emit']>): boolean {
-    if (p.profile.sealed) return emit.apply(this, args);
-    return als.run(p.profile.root, () => emit.apply(this, args));
-  } as IncomingMessage['emit'];
+  // Fastify calls `parseAs: 'string' | 'buffer'` content-type parsers from the body stream's 'end'.
+  runEventsInProfile(p, request.raw);
 }
 
 function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
@@ -76,7 +62,7 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
 
 /** Not a developer's: with capture on, now and then profiled with no hook on its reply at all. */
 function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
-  if (cfg.capture === null || !captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request, next, reenterEvents)) next();
+  if (cfg.capture === null || !captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request, next, runEventsInProfile)) next();
 }
 
 /**

@@ -26,7 +26,7 @@ import { LinkedSet } from '../core/linked.js';
  */
 const RESOLUTION_MS = 10;
 
-/** Linked through the profiles' own fields: a Set's table would churn once per request (src/linked.ts). */
+/** Linked through the profiles' own fields: a Set's table would churn once per request (src/core/linked.ts). */
 const open = new LinkedSet<Profile>();
 let timer: NodeJS.Timeout | null = null;
 let last = 0;

@@ -50,9 +50,9 @@ export class Profile implements Linked {
   private clockFailed: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
-  /** @internal Entered with runInProfile and not yet closed (src/context.ts). */
+  /** @internal Entered with runInProfile and not yet closed (src/core/context.ts). */
   entered: boolean;
-  /** @internal Links in the event-loop sampler's set of open profiles (src/linked.ts). */
+  /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
   prevLink: Linked | null;
   /** @internal */
   nextLink: Linked | null;

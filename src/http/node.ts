@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import onHeaders from 'on-headers';
-import { runInProfile } from '../core/context.js';
+import { als, runInProfile } from '../core/context.js';
 import { report } from '../core/errors.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../results/routes.js';
 import type { HttpConfig } from './config.js';
@@ -91,6 +91,21 @@ export function captureNode(
   before?.(p, req);
   runInProfile(p.profile, next);
   return true;
+}
+
+/**
+ * Run the request stream's events in the profile. Node runs a stream's events in the socket's
+ * context, not the request's (nodejs/node#41285), so steps in a body parser that works from
+ * 'data'/'end' listeners (Fastify's `parseAs` parsers) were lost. Re-entered as on-finished does
+ * for its listeners; only while the profile is open, so that an event after the seal cannot
+ * switch the hooks on again.
+ */
+export function runEventsInProfile(p: ProfiledResponse, req: IncomingMessage): void {
+  const emit = req.emit;
+  req.emit = function (this: IncomingMessage, ...args: Parameters<IncomingMessage['emit']>): boolean {
+    if (p.profile.sealed) return emit.apply(this, args);
+    return als.run(p.profile.root, () => emit.apply(this, args));
+  } as IncomingMessage['emit'];
 }
 
 /** This copy's mark on a response it profiles: mounted twice (app and sub-app), the outer profile covers it. */

@@ -77,7 +77,7 @@ export interface SealedSave {
  */
 export const CAPTURE_OWNER = 'capture:';
 
-/** Profile ids are random UUIDs (src/id.ts); anything else cannot be one of ours. */
+/** Profile ids are random UUIDs (crypto.randomUUID); anything else cannot be one of ours. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The list row of a profile; `savedAt` is the store's clock. Iterative: no tree can overflow the stack. */
