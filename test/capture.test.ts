@@ -444,6 +444,46 @@ describe('captureLabel is bounded and flat for any string', () => {
   });
 });
 
+describe('who is sampled', () => {
+  it('production without isDeveloper: nobody is a developer, capture still samples everyone else', async () => {
+    const store = memoryStore();
+    const env = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    let mw: RequestHandler;
+    try {
+      mw = expressMiniprof({ capture: { rate: 1, slowerThanMs: 0 }, results: { store }, onInternalError }) as RequestHandler;
+    } finally {
+      process.env.NODE_ENV = env;
+    }
+    const app = express();
+    app.use(mw);
+    app.get('/p', (_req, res) => res.send('ok'));
+    const port = await serve(app as unknown as http.RequestListener);
+    // A loopback peer, which outside production would be a developer.
+    const r = await raw(port, { path: '/p' });
+    expect(r.headers['server-timing']).toBeUndefined();
+    await waitFor(() => openProfiles() === 0);
+    expect((await captured(store)).map((x) => x.path)).toEqual(['/p']);
+    // And no results page for anyone.
+    expect((await raw(port, { path: '/_miniprof/captured' })).status).toBe(404);
+  });
+
+  it('Fastify, async isDeveloper: a no is followed by the dice; a yes is a developer profile', async () => {
+    const store = memoryStore();
+    const port = (
+      await fastifyApp({ isDeveloper: async (req) => req.headers['x-dev'] === '1', capture: { rate: 1, slowerThanMs: 0 }, results: { store } }, (app) =>
+        void app.get('/p', async () => ({ profiled: currentProfile() !== undefined })),
+      )
+    ).port;
+    expect(JSON.parse((await raw(port, { path: '/p' })).payload.toString())).toEqual({ profiled: true });
+    const d = await raw(port, { path: '/p', headers: dev });
+    expect(d.headers['server-timing']).toBeDefined();
+    await waitFor(() => openProfiles() === 0);
+    expect((await captured(store)).length).toBe(1);
+    expect((await store.list('peer:127.0.0.1', 10)).length).toBe(1);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 describe('no secret of the request reaches the store', () => {
   const SECRETS = {
