@@ -378,6 +378,24 @@ describe('what is kept', () => {
     expect(list.find((s) => s.path === '/caught')!.flags).toContain('error');
   });
 
+  it('a response still open after maxDurationMs is sealed then and kept if slow; the stream goes on untouched', async () => {
+    const store = memoryStore();
+    const a = express();
+    a.use(expressMiniprof({ isDeveloper: () => false, capture: { rate: 1, slowerThanMs: 20 }, maxDurationMs: 30, results: { store }, onInternalError }) as RequestHandler);
+    a.get('/long', (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: one\n\n');
+      setTimeout(() => res.end('data: two\n\n'), 120);
+    });
+    const port = await serve(a as unknown as http.RequestListener);
+    const r = await raw(port, { path: '/long' });
+    expect(r.payload.toString()).toBe('data: one\n\ndata: two\n\n');
+    await waitFor(() => openProfiles() === 0);
+    const [row] = await captured(store);
+    expect(row).toMatchObject({ path: '/long', flags: ['warnings'] });
+    expect((await store.get(CAPTURE_OWNER, row!.id))!.warnings).toEqual(['sealed after maxDurationMs while the response was still open']);
+  });
+
   it('errors: false keeps only the slow ones', async () => {
     const { store, port } = await app({ rate: 1, slowerThanMs: 1000, errors: false });
     for (const path of ['/5xx', '/caught', '/took/1500', '/took/10']) await raw(port, { path });

@@ -100,7 +100,7 @@ function window(c: CaptureConfig): void {
 /**
  * Whether to profile this request that is not a developer's: the dice first (the only cost of
  * the requests not sampled), then the minute's budget. Never throws (a faulty `now` reads as the
- * same minute). A true answer counts the request as open until {@link captureDone}.
+ * same minute). A true answer counts the request as open, until its ProfiledResponse lets go.
  */
 export function sampled(c: CaptureConfig): boolean {
   if (Math.random() >= c.rate) return false;
@@ -121,7 +121,6 @@ export function sampled(c: CaptureConfig): boolean {
  * 5xx or a step that threw), counted against this minute's budget. Not kept, it is only let go.
  */
 export function captureDone(c: CaptureConfig, json: ProfileJSON): boolean {
-  c.open--;
   const slow = json.durationMs >= c.slowerThanMs;
   if (!slow && !(c.errors && ((json.request?.status ?? 0) >= 500 || threw(json.root)))) return false;
   try {

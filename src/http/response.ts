@@ -30,6 +30,8 @@ function pathOf(url: string | undefined): string {
 /** What a captured request keeps until it closes: its request, for `captureLabel`. */
 interface Captured {
   readonly req: unknown;
+  /** Still counted among the capture's open requests. */
+  open: boolean;
 }
 
 /**
@@ -163,7 +165,17 @@ export class ProfiledResponse implements Expiring {
       this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
+    } finally {
+      this.release();
     }
+  }
+
+  /** A captured request no longer counts as open (once, even when its close failed). */
+  private release(): void {
+    const c = this.captured;
+    if (c === null || !c.open) return;
+    c.open = false;
+    this.cfg.capture!.open--;
   }
 
   /** maxDurationMs passed with the response still open (SSE, a long poll): seal and save it now. */
@@ -176,6 +188,8 @@ export class ProfiledResponse implements Expiring {
       this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
+    } finally {
+      this.release();
     }
   }
 
@@ -242,7 +256,7 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
   const c = cfg.capture;
   if (c === null || !sampledNow(c)) return null;
   try {
-    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { req });
+    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { req, open: true });
   } catch (err) {
     c.open--;
     report(cfg.core.onInternalError, err);
