@@ -72,11 +72,14 @@ export function resolveCapture(o: Record<string, unknown>, core: CoreConfig, has
   if (!hasResults) throw invalid('capture', 'off when results is false (captured profiles are kept in the results store)', v);
   const rate = c.rate ?? 0.01;
   if (typeof rate !== 'number' || !(rate > 0 && rate <= 1)) throw invalid('capture.rate', 'a number above 0 and at most 1', rate);
+  // Named in full in the errors: `capture.slowerThanMs`, not a bare `slowerThanMs`.
+  const q: Record<string, unknown> = {};
+  for (const key of CAPTURE_KEYS) q[`capture.${key}`] = c[key];
   return {
     rate,
-    slowerThanMs: intOption(c, 'slowerThanMs', 1000, 0, 3_600_000),
-    errors: boolOption(c, 'errors', true),
-    maxPerMinute: intOption(c, 'maxPerMinute', 60, 1, 10_000),
+    slowerThanMs: intOption(q, 'capture.slowerThanMs', 1000, 0, 3_600_000),
+    errors: boolOption(q, 'capture.errors', true),
+    maxPerMinute: intOption(q, 'capture.maxPerMinute', 60, 1, 10_000),
     // Commands are redacted whatever `redact` says: nobody asked to see these users' values.
     core: core.redact ? core : { ...core, redact: true },
     label,
