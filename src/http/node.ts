@@ -159,7 +159,8 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   return function miniprofMiddleware(req, res, next) {
     if ((res as Marked)[PROFILED] === true) return next();
     const dev = decide(cfg, req, cookieOf);
-    if (dev === null) return other(req, res, next);
+    // Capture off: the common answer, a synchronous no, is `next()` and nothing else, as before.
+    if (dev === null) return capture ? other(req, res, next) : next();
     if (dev instanceof Promise) {
       // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
       dev.then((d) => (d === null ? other(req, res, next) : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
