@@ -62,7 +62,10 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
 
 /** Not a developer's: with capture on, now and then profiled with no hook on its reply at all. */
 function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
-  if (cfg.capture === null || !captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request, next, runEventsInProfile)) next();
+  const p = cfg.capture === null ? null : captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request);
+  if (p === null) return next();
+  runEventsInProfile(p, request.raw);
+  runInProfile(p.profile, next);
 }
 
 /**

@@ -67,30 +67,21 @@ export function hookResponse(p: ProfiledResponse, req: IncomingMessage, res: Ser
 }
 
 /**
- * A request that is not a developer's, with capture on: nearly always false and nothing done.
- * When it is sampled, its profile is sealed when `res` closes, `before(p, req)` runs (an adapter's
- * own setup, such as re-entering the request's events), and `next` runs in the profile. The
- * response gets one 'finish' and one 'close' listener and nothing else: no wrapper, no header, no
- * change to the request. `labelReq` is what `captureLabel` is given: the framework's own request.
+ * A request that is not a developer's, with capture on: nearly always null, and nothing done.
+ * When it is sampled, its profile, sealed when `res` closes; the response gets one 'finish' and
+ * one 'close' listener and nothing else: no wrapper, no header, no change to the request. The
+ * caller then runs the rest of the chain in it: `runInProfile(p.profile, next)` (which returns
+ * what `next` returns, for Koa). `labelReq` is what `captureLabel` is given: the framework's own
+ * request.
  */
-export function captureNode(
-  cfg: HttpConfig<never>,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: string | undefined,
-  labelReq: unknown,
-  next: () => void,
-  before?: (p: ProfiledResponse, req: IncomingMessage) => void,
-): boolean {
+export function captureNode(cfg: HttpConfig<never>, req: IncomingMessage, res: ServerResponse, url: string | undefined, labelReq: unknown): ProfiledResponse | null {
   // The client left already: 'close' has fired, and nothing would seal a profile opened now.
-  if (res.destroyed) return false;
+  if (res.destroyed) return null;
   const p = openCapture(cfg, req.method, url, labelReq);
-  if (p === null) return false;
+  if (p === null) return null;
   (res as Marked)[PROFILED] = true;
   sealOnClose(p, req.socket, res);
-  before?.(p, req);
-  runInProfile(p.profile, next);
-  return true;
+  return p;
 }
 
 /**
@@ -135,7 +126,9 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
 
   /** Not a developer's: the app alone, or now and then a captured profile of it. */
   function other(req: Req, res: ServerResponse, next: (err?: unknown) => void): void {
-    if (!capture || !captureNode(cfg as HttpConfig<never>, req, res, (req as { originalUrl?: string }).originalUrl ?? req.url, req, next)) next();
+    const p = captureNode(cfg as HttpConfig<never>, req, res, (req as { originalUrl?: string }).originalUrl ?? req.url, req);
+    if (p === null) return next();
+    runInProfile(p.profile, next);
   }
 
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
