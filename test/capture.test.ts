@@ -691,11 +691,12 @@ describe('with the Redis store: one captured list over every instance', () => {
   it("captured requests of two instances in one list; a flood keeps captureMaxCount and every developer profile", async () => {
     const a = await instance('web-a');
     const b = await instance('web-b');
-    await raw(a.port, { path: '/p/dev-a', headers: dev });
-    await raw(b.port, { path: '/p/dev-b', headers: dev });
-    await raw(a.port, { path: '/p/from-a' });
-    await raw(b.port, { path: '/p/from-b' });
-    await waitFor(() => openProfiles() === 0 && saved === 4, 3000, 'four saves');
+    // One at a time, each saved before the next: the lists' order is then the requests' order.
+    const requests: [number, string, Record<string, string>?][] = [[a.port, '/p/dev-a', dev], [b.port, '/p/dev-b', dev], [a.port, '/p/from-a'], [b.port, '/p/from-b']];
+    for (const [i, [port, path, headers]] of requests.entries()) {
+      await raw(port, { path, headers });
+      await waitFor(() => saved === i + 1, 5000, `save ${i + 1}`);
+    }
     const page = (await raw(a.port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
     expect([...page.matchAll(/">(\/p\/[a-z-]+)<\/a>/g)].map((m) => m[1])).toEqual(['/p/from-b', '/p/from-a']);
     const id = (await captured(a.store)).find((s) => s.path === '/p/from-b')!.id;
@@ -703,7 +704,7 @@ describe('with the Redis store: one captured list over every instance', () => {
     expect(JSON.parse(json.payload.toString())).toMatchObject({ id, machine: 'web-b' });
 
     await Promise.all(Array.from({ length: 40 }, (_, i) => raw(i % 2 ? a.port : b.port, { path: `/p/flood${i}` })));
-    await waitFor(() => openProfiles() === 0 && saved === 44, 3000, 'every save');
+    await waitFor(() => openProfiles() === 0 && saved === 44, 10_000, 'every save');
     expect((await captured(a.store)).length).toBe(4);
     expect((await a.store.list('peer:127.0.0.1', 100)).map((s) => s.path)).toEqual(['/p/dev-b', '/p/dev-a']);
   });
