@@ -5,7 +5,7 @@ import onHeaders from 'on-headers';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { runEventsInProfile, sealOnClose } from '../src/http/node.js';
+import { captureNode, runEventsInProfile, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
@@ -60,6 +60,14 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
   runInProfile(p.profile, next);
 }
 
+/** Not a developer's: with capture on, now and then profiled with no hook on its reply at all. */
+function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+  const p = cfg.capture === null ? null : captureNode(cfg as HttpConfig<never>, request.raw, reply.raw, request.raw.url, request);
+  if (p === null) return next();
+  runEventsInProfile(p, request.raw);
+  runInProfile(p.profile, next);
+}
+
 /**
  * A results page, sent from the hook (Fastify allows a reply from onRequest), or the app's own
  * answer when we serve nothing there: routing already ran, so `next()` reaches the app's route
@@ -83,13 +91,13 @@ const plugin: FastifyPluginCallback<MiniprofOptions<FastifyRequest>> = (fastify,
     // exception and `ready()` waits for pluginTimeout. `done(err)` rejects register/ready with it.
     return done(err as Error);
   }
-  if (cfg.isDeveloper === null) return done();
+  if (cfg.isDeveloper === null && cfg.capture === null) return done();
   fastify.addHook('onRequest', function miniprofOnRequest(request, reply, next) {
     const dev = decide(cfg, request, cookieOf);
-    if (dev === null) return next();
+    if (dev === null) return other(cfg, request, reply, next);
     if (dev instanceof Promise) {
       // `next()` continues Fastify's chain; a throw there must not become an unhandled rejection.
-      dev.then((d) => (d === null ? next() : developer(cfg, request, reply, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
+      dev.then((d) => (d === null ? other(cfg, request, reply, next) : developer(cfg, request, reply, next, d))).catch((err: unknown) => report(cfg.core.onInternalError, err));
       return;
     }
     developer(cfg, request, reply, next, dev);

@@ -1,7 +1,7 @@
 // `npm run bench` (builds first): what users feel of miniprof, on Node 20 and, when installed in
 // .node24/, Node 24. Written to bench/results/<stamp>.md, latest.md and latest.json.
 //
-//   node bench/run.js [--quick] [--micro | --http] [--extra] [--only ROWS] [--baseline REV]
+//   node bench/run.js [--quick] [--micro | --http] [--extra] [--capture] [--only ROWS] [--baseline REV]
 //                     [--rounds N] [--pairs N] [--slice S] [--micro-ms MS] [--connections N]
 //                     [--keep N] [--node PATH]... [--no-node24]
 //   node bench/run.js --render bench/results/latest.json   # an earlier run's report again
@@ -80,6 +80,10 @@ const ROWS = [
   { id: 'mixed', a: 'none', b: 'nondev', hold: true, what: 'mixed traffic: non-developer requests while one developer request is always in flight', target: 'mixed' },
   { id: 'mixed-floor', a: 'none', b: 'als', hold: true, what: "the same with a bare AsyncLocalStorage entered for that request instead of miniprof: Node's share" },
 ];
+// Capture (every request a non-developer's, a share of them profiled invisibly and dropped),
+// against miniprof installed without capture: what sampling costs all requests, Node <= 22's
+// await tax included while a sampled request is open. `--capture` adds them.
+const CAPTURE_ROWS = ['0.001', '0.01', '0.1'].map((rate) => ({ id: `capture-${rate}`, a: 'nondev', b: `capture-${rate}`, what: `capture at rate ${rate}, against miniprof without capture` }));
 const EXTRA_ROWS = [
   { id: 'control', a: 'none', b: 'none', what: 'control: no profiler against no profiler (the method\'s spread)' },
   { id: 'dev-control', a: 'dev', b: 'dev', what: 'control: developer against developer' },
@@ -98,10 +102,10 @@ const BEFORE_ROWS = [
   { id: 'before-dev', a: 'dev@base', b: 'dev', what: 'developer request, this build against the baseline', target: { express: 0.9, fastify: 0.9 } },
   { id: 'before-mixed', a: 'nondev@base', b: 'nondev', hold: true, what: 'mixed traffic, this build against the baseline' },
 ];
-const allRows = [...ROWS, ...(extra ? EXTRA_ROWS : []), ...(baselineRev !== '' ? BEFORE_ROWS : [])];
+const allRows = [...ROWS, ...(extra ? EXTRA_ROWS : []), ...(flag('--capture') ? CAPTURE_ROWS : []), ...(baselineRev !== '' ? BEFORE_ROWS : [])];
 // --only mixed,fastify:dev runs a subset: a row id for both frameworks, or `fw:id` for one.
 const only = opt('--only', 'MINIPROF_BENCH_ONLY', '');
-const known = [...ROWS, ...EXTRA_ROWS, ...BEFORE_ROWS];
+const known = [...ROWS, ...EXTRA_ROWS, ...CAPTURE_ROWS, ...BEFORE_ROWS];
 // Koa, Hono and node:http (wrap): the non-developer row only, against the same app without miniprof.
 const OTHER_ROWS = ROWS.filter((r) => r.id === 'nondev');
 const HTTP = { express: [], fastify: [], koa: [], hono: [], http: [] };

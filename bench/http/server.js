@@ -8,9 +8,12 @@ import { DEVELOPER_HEADER, direct, entry, emptyHook, otelCollector, otelStep, se
 import { installReference, referencePageStep } from '../reference.js';
 
 const [framework, config] = process.argv.slice(2);
+// capture-<rate>: mixed traffic, nobody a developer and `capture` on at that rate: the share of
+// requests sampled are profiled invisibly (and dropped, the page is fast), the rest are not.
+const CAPTURE = ['capture-0.001', 'capture-0.01', 'capture-0.1'];
 const CONFIGS = {
-  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als'],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
   // Koa, Hono and node:http: their non-developer request against the same app without them.
   koa: ['none', 'hook', 'nondev', 'dev'],
   hono: ['none', 'hook', 'nondev', 'dev'],
@@ -26,7 +29,8 @@ let view;
 let floor;
 // dev-nostore: a developer request with the results store off (`results: false`): no profile
 // kept for the results pages and no link headers, the features the reference profiler lacks.
-const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev';
+const capture = CAPTURE.includes(config);
+const ours = config === 'dev' || config === 'dev-nostore' || config === 'nondev' || capture;
 if (ours) {
   s = (await import(entry('index'))).step;
   // MP_DIRECT=1: the profile is opened but the page's steps are plain calls (to split the cost;
@@ -79,7 +83,11 @@ function counterClock() {
 // requests; the one the mixed-traffic rows keep in flight). `dev`, `dev-nostore`: every request.
 const isDeveloper = config === 'nondev' ? (req) => req.headers[DEVELOPER_HEADER] === '1' : () => true;
 const miniprofOptions = {
-  isDeveloper,
+  // capture-<rate>: nobody is a developer; capture samples that share of the requests. The
+  // maxPerMinute is high enough never to stop the sampling: the bench's page is never slow, so
+  // nothing is kept and the budget is never spent anyway.
+  isDeveloper: capture ? () => false : isDeveloper,
+  ...(capture ? { capture: { rate: Number(config.slice('capture-'.length)), maxPerMinute: 10_000 } } : {}),
   machine: 'bench',
   ...(config === 'dev-nostore' ? { results: false } : {}),
   // MP_COUNTER_CLOCK=1: profiles on a counter clock (as the instruction harness runs them), which

@@ -112,6 +112,8 @@ export interface RequestInfo {
   path: string;
   status?: number;
   aborted?: true;
+  /** A captured request's `captureLabel`, when the app gives one. */
+  label?: string;
 }
 
 /** `Profile.toJSON()`: stable, versioned by `v`. */

@@ -5,6 +5,9 @@ import { DEFAULT_MAX_BYTES, MIN_MAX_BYTES } from '../render/server-timing.js';
 import { localDeveloper, type Headers } from './proxy.js';
 import type { BadgeOptions } from './badge.js';
 import { RESULTS_KEYS, resolveResults, type ResultsConfig, type ResultsOptions } from '../results/config.js';
+import { resolveCapture, type CaptureConfig, type CaptureOptions } from './capture.js';
+
+export type { CaptureOptions } from './capture.js';
 
 /** Options of the Express middleware and the Fastify plugin. */
 export interface MiniprofOptions<Req> extends CoreOptions {
@@ -72,6 +75,23 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * Default true when `results` is on; `false` turns it off; or `{ position, nonce }`.
    */
   badge?: boolean | BadgeOptions<Req>;
+  /**
+   * Profile a sample of the requests that are not a developer's, with no change at all to their
+   * responses, and keep the slow and failed ones in the results store (under their own quota),
+   * listed for developers at `<basePath>/captured`. `true` takes every default. Default: off.
+   * Needs `results`. A captured profile holds the path without its query, redacted commands,
+   * no header or cookie values, and no user identity but `captureLabel`'s.
+   *
+   * @example
+   * app.use(miniprof({ isDeveloper, capture: { rate: 0.01, slowerThanMs: 1000 } }));
+   */
+  capture?: boolean | CaptureOptions;
+  /**
+   * A label for a kept captured request (a tenant or user id the app chooses to show), asked for
+   * when the response has closed. Anything but a non-empty string is ignored; cut to 100
+   * characters. Default: none (captured profiles name nobody).
+   */
+  captureLabel?: (req: Req) => string;
 }
 
 /** @internal */
@@ -92,9 +112,11 @@ export interface HttpConfig<Req> {
   https: (req: Req) => boolean;
   /** null: any host. Lowercase `name` (any port) or `name:port` entries. */
   allowedHosts: ReadonlySet<string> | null;
+  /** null: capture is off, and nothing but `isDeveloper` is asked per request. */
+  capture: CaptureConfig | null;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', 'allowedHosts', ...RESULTS_KEYS] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', 'allowedHosts', ...RESULTS_KEYS, 'capture', 'captureLabel'] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -111,21 +133,24 @@ export function resolveHttp<Req>(
   if (isDeveloper === undefined && process.env.NODE_ENV !== 'production') {
     isDeveloper = localDeveloper(peer, headers);
   }
+  const results = resolveResults(o);
   const cfg: HttpConfig<Req> = {
     core,
     isDeveloper: isDeveloper ?? null,
     htmlComment: boolOption(o, 'htmlComment', true),
     serverTiming: serverTimingOption(o.serverTiming),
     maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
-    results: resolveResults(o),
+    results,
     peer,
     headers,
     https,
     allowedHosts: allowedHostsOption(o.allowedHosts),
+    capture: resolveCapture(o, core, results !== null),
   };
+  if (results !== null) results.captured = cfg.capture !== null;
   // Subscribed only once every option is valid, and never when nobody can be profiled
-  // (production without isDeveloper): then the libraries keep their untraced fast path.
-  if (core.instrument && cfg.isDeveloper !== null) instrument();
+  // (production without isDeveloper or capture): then the libraries keep their untraced fast path.
+  if (core.instrument && (cfg.isDeveloper !== null || cfg.capture !== null)) instrument();
   return cfg;
 }
 

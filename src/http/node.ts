@@ -4,7 +4,7 @@ import { als, runInProfile } from '../core/context.js';
 import { report } from '../core/errors.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../results/routes.js';
 import type { HttpConfig } from './config.js';
-import { openProfile, type ProfiledResponse } from './response.js';
+import { openCapture, openProfile, type ProfiledResponse } from './response.js';
 
 /** A connect-style middleware: Express, connect, polka and a plain `node:http` handler all call it so. */
 export type NodeMiddleware<Req> = (req: Req, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -67,6 +67,24 @@ export function hookResponse(p: ProfiledResponse, req: IncomingMessage, res: Ser
 }
 
 /**
+ * A request that is not a developer's, with capture on: nearly always null, and nothing done.
+ * When it is sampled, its profile, sealed when `res` closes; the response gets one 'finish' and
+ * one 'close' listener and nothing else: no wrapper, no header, no change to the request. The
+ * caller then runs the rest of the chain in it: `runInProfile(p.profile, next)` (which returns
+ * what `next` returns, for Koa). `labelReq` is what `captureLabel` is given: the framework's own
+ * request.
+ */
+export function captureNode(cfg: HttpConfig<never>, req: IncomingMessage, res: ServerResponse, url: string | undefined, labelReq: unknown): ProfiledResponse | null {
+  // The client left already: 'close' has fired, and nothing would seal a profile opened now.
+  if (res.destroyed) return null;
+  const p = openCapture(cfg, req.method, url, labelReq);
+  if (p === null) return null;
+  (res as Marked)[PROFILED] = true;
+  sealOnClose(p, req.socket, res);
+  return p;
+}
+
+/**
  * Run the request stream's events in the profile. Node runs a stream's events in the socket's
  * context, not the request's (nodejs/node#41285), so steps in a body parser that works from
  * 'data'/'end' listeners (Fastify's `parseAs` parsers) were lost. Re-entered as on-finished does
@@ -102,8 +120,16 @@ function encrypted(req: IncomingMessage): boolean {
  * `req.url` under a mount path), else `req.url`.
  */
 export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, secure: (req: Req) => boolean = encrypted): NodeMiddleware<Req> {
-  if (cfg.isDeveloper === null) return (_req, _res, next) => next();
+  const capture = cfg.capture !== null;
+  if (cfg.isDeveloper === null && !capture) return (_req, _res, next) => next();
   const onError = cfg.core.onInternalError;
+
+  /** Not a developer's: the app alone, or now and then a captured profile of it. */
+  function other(req: Req, res: ServerResponse, next: (err?: unknown) => void): void {
+    const p = captureNode(cfg as HttpConfig<never>, req, res, (req as { originalUrl?: string }).originalUrl ?? req.url, req);
+    if (p === null) return next();
+    runInProfile(p.profile, next);
+  }
 
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
@@ -126,10 +152,11 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   return function miniprofMiddleware(req, res, next) {
     if ((res as Marked)[PROFILED] === true) return next();
     const dev = decide(cfg, req, cookieOf);
-    if (dev === null) return next();
+    // Capture off: the common answer, a synchronous no, is `next()` and nothing else, as before.
+    if (dev === null) return capture ? other(req, res, next) : next();
     if (dev instanceof Promise) {
       // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
-      dev.then((d) => (d === null ? next() : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
+      dev.then((d) => (d === null ? other(req, res, next) : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
       return;
     }
     developer(req, res, next, dev);

@@ -10,6 +10,7 @@ import { monotonic } from '../core/clock.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import { linkHeaders, saveProfile, type HeaderTarget } from '../results/save.js';
+import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow } from './capture.js';
 import type { HttpConfig } from './config.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
@@ -28,11 +29,22 @@ function pathOf(url: string | undefined): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
+/** What a captured request keeps until it closes: its request, for `captureLabel`. */
+interface Captured {
+  readonly req: unknown;
+  /** Still counted among the capture's open requests. */
+  open: boolean;
+}
+
 /**
  * The adapter-independent half of one developer request: the profile, the headers written when
  * the head goes out, the comment spliced into a whole HTML body, the seal on close. Every entry
  * point catches its own faults and reports them: the app's response must be what it would have
  * been.
+ *
+ * A captured request (`capture`, not a developer's) has the same profile, deadline and seal, and
+ * no output at all: `headers()` and `body()` only stop the root, so an adapter may call them or
+ * not; on close the profile is kept in the store or let go (see captureDone).
  */
 export class ProfiledResponse implements Expiring {
   readonly profile: Profile;
@@ -50,6 +62,8 @@ export class ProfiledResponse implements Expiring {
   private headStatus = 0;
   /** Whose profile this is, for the store; undefined when results are off. */
   private readonly owner: string | undefined;
+  /** Set for a captured request: nothing of ours reaches its response. */
+  private readonly captured: Captured | null;
   /** @internal Set by watch(). */
   deadlineAt = 0;
   /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
@@ -57,12 +71,16 @@ export class ProfiledResponse implements Expiring {
   /** @internal */
   nextLink: Linked | null = null;
 
-  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string) {
+  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string, captured: Captured | null = null) {
     this.cfg = cfg;
     this.owner = owner;
+    this.captured = captured;
     this.method = method ?? 'GET';
-    const path = toText(pathOf(url), cfg.core.maxNameLength);
-    this.profile = new Profile(`${this.method} ${path}`, cfg.core, { method: this.method, path });
+    const core = captured === null ? cfg.core : cfg.capture!.core;
+    const path = toText(pathOf(url), core.maxNameLength);
+    // The one way an HTTP request's profile is made, developer's or captured: whatever hooks
+    // profile creation (OpenTelemetry's trace id) sees both.
+    this.profile = new Profile(`${this.method} ${path}`, core, { method: this.method, path });
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
     // and with it the promise hooks, open forever. The deadline is on real time even when the
     // profile has an injected clock.
@@ -77,6 +95,7 @@ export class ProfiledResponse implements Expiring {
   body(h: HeaderView, status: number, body: unknown, encoding?: unknown): Body | null {
     try {
       this.profile.stopRoot();
+      if (this.captured !== null) return null;
       this.frozen = this.profile.freeze();
       const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
       if (!this.cfg.htmlComment && badge === null) return null;
@@ -113,6 +132,7 @@ export class ProfiledResponse implements Expiring {
   headers(h: HeaderTarget, status: unknown): void {
     this.headStatus = Number(status) | 0;
     if (this.hijacked) return;
+    if (this.captured !== null) return this.profile.stopRoot();
     try {
       uncacheable(h);
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
@@ -154,7 +174,17 @@ export class ProfiledResponse implements Expiring {
       this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
+    } finally {
+      this.release();
     }
+  }
+
+  /** A captured request no longer counts as open (once, even when its close failed). */
+  private release(): void {
+    const c = this.captured;
+    if (c === null || !c.open) return;
+    c.open = false;
+    this.cfg.capture!.open--;
   }
 
   /** maxDurationMs passed with the response still open (SSE, a long poll): seal and save it now. */
@@ -167,12 +197,32 @@ export class ProfiledResponse implements Expiring {
       this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
+    } finally {
+      this.release();
     }
   }
 
   private save(): void {
     const r = this.cfg.results;
-    if (r !== null && this.owner !== undefined) saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound(), r.keepNotFound);
+    if (r === null || this.owner === undefined) return;
+    if (this.captured !== null) return this.keep();
+    saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound(), r.keepNotFound);
+  }
+
+  /** A captured request is kept only when it was slow or failed; otherwise it is let go now. */
+  private keep(): void {
+    const c = this.cfg.capture!;
+    const json = this.profile.data();
+    if (!captureDone(c, json)) return;
+    let bound = this.profile.jsonBound();
+    const label = labelOf(c, this.captured!.req);
+    if (label !== undefined && json.request !== undefined) {
+      // Asked for only now, of the kept ones: the app's middleware has run (a session's user is
+      // known), and a dropped request never calls it. Each UTF-16 unit is at most 6 bytes of JSON.
+      json.request.label = label;
+      if (bound !== -1) bound += 12 + 6 * label.length;
+    }
+    saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound);
   }
 }
 
@@ -193,6 +243,24 @@ function allowsAnyOrigin(v: unknown): boolean {
 export function stripConditionals(headers: Record<string, unknown>): void {
   delete headers['if-none-match'];
   delete headers['if-modified-since'];
+}
+
+/**
+ * Open a profile for a request that is not a developer's, when capture is on and the dice say so;
+ * null nearly always. Nothing of the request changes (its conditional headers stay: a 304 is as
+ * right for it as without us). The adapter then seals it on close (`sealOnClose`) and runs the
+ * app in it (`runInProfile`), and installs no wrapper on the response.
+ */
+export function openCapture(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, req: unknown): ProfiledResponse | null {
+  const c = cfg.capture;
+  if (c === null || !sampledNow(c)) return null;
+  try {
+    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { req, open: true });
+  } catch (err) {
+    c.open--;
+    report(cfg.core.onInternalError, err);
+    return null;
+  }
 }
 
 /**

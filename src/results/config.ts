@@ -47,6 +47,8 @@ export interface ResultsConfig {
   optInSecure: boolean;
   /** null: no badge, and `badge.js` is not served. */
   badge: BadgeConfig | null;
+  /** Capture is on: the list links to `basePath/captured`. Set by resolveHttp. */
+  captured: boolean;
 }
 
 export const RESULTS_KEYS = ['results', 'secret', 'optInMaxAgeMs', 'optInGeneration', 'optInSecure', 'badge'] as const;
@@ -102,6 +104,7 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
     optInGeneration,
     optInSecure,
     badge: resolveBadge(o.badge, basePath),
+    captured: false,
   };
 }
 

@@ -3,11 +3,11 @@ import { jsonBytes, jsonCopy, profileBytes } from '../core/json.js';
 import { LinkedSet, type Linked } from '../core/linked.js';
 import { checkObject, fnOption, intOption } from '../core/options.js';
 import type { ProfileJSON } from '../core/types.js';
-import { DEFAULT_MAX_OPT_INS, SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
+import { CAPTURE_OWNER, DEFAULT_MAX_OPT_INS, SAVE_SEALED, summarize, UUID, type ProfileStore, type ProfileSummary, type SealedSave } from './store.js';
 
 /** Options of {@link memoryStore}. */
 export interface MemoryStoreOptions {
-  /** Profiles kept, over all developers. Default 200. */
+  /** Profiles kept, over all developers (captured ones have their own quota). Default 200. */
   maxCount?: number;
   /**
    * Bytes of profile JSON (UTF-8) kept, over all developers. Default 32 MiB. Profiles are kept
@@ -16,6 +16,13 @@ export interface MemoryStoreOptions {
   maxBytes?: number;
   /** A profile is dropped this long after it was saved. Default 30 minutes. */
   maxAgeMs?: number;
+  /**
+   * Captured profiles (the `capture` option) kept, apart from the developers': a flood of slow
+   * requests evicts only older captured ones, never a developer's profile. Default 100.
+   */
+  captureMaxCount?: number;
+  /** Bytes of captured profiles kept, apart from `maxBytes`. Default 8 MiB. */
+  captureMaxBytes?: number;
   /** Epoch milliseconds. Default `Date.now`; inject one in tests. */
   now?: () => number;
   /** Opt-in tokens kept per developer; minting one more drops their oldest. Default 10. */
@@ -49,7 +56,31 @@ interface Entry extends Linked {
 /** One developer's profiles, walked from the newest; the owner's Map entry goes with the last. */
 interface Owner {
   readonly key: string;
+  readonly pool: Pool;
   newest: Entry | null;
+}
+
+/**
+ * One quota, with its entries in save order: the developers', or the captured profiles' (owner
+ * CAPTURE_OWNER). Each evicts only its own oldest.
+ */
+interface Pool {
+  readonly order: LinkedSet<Entry>;
+  readonly maxCount: number;
+  readonly maxBytes: number;
+  /** The exact sizes of the entries that have one. */
+  bytes: number;
+  /**
+   * The bounds of those that do not: miniprof's own saves come with a bound and are sized only
+   * when `bytes + unsized` could pass maxBytes (then every entry is, once), and for stats(). Until
+   * then no byte eviction can be due, so the store drops exactly what it would with every size
+   * known. The default 200 profiles of a few KB never come near 32 MiB, so they are never walked.
+   */
+  unsized: number;
+}
+
+function pool(maxCount: number, maxBytes: number): Pool {
+  return { order: new LinkedSet<Entry>(), maxCount, maxBytes, bytes: 0, unsized: 0 };
 }
 
 /** The store's size right now (expired entries are dropped first). */
@@ -58,7 +89,7 @@ export interface MemoryStoreStats {
   bytes: number;
 }
 
-const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns'];
+const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns', 'captureMaxCount', 'captureMaxBytes'];
 
 /**
  * The default store: profiles in this process's memory, bounded by count, bytes and age, the
@@ -68,7 +99,7 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns'];
  * reached (see `unsized`). So the caller must not change a profile after saving it (miniprof never
  * does: `Profile.toJSON()` hands out copies); `get` returns a copy.
  *
- * Entries are linked in save order, over all owners (a LinkedSet) and per owner, so the oldest is
+ * Entries are linked in save order, over all owners of a quota (a LinkedSet) and per owner, so the oldest is
  * always at hand: eviction, expiry and a list cost no iterator, no array and no search. No timer
  * runs: expired entries go on the next call, and the count bound caps what can wait until then.
  *
@@ -82,10 +113,12 @@ const KEYS = ['maxCount', 'maxBytes', 'maxAgeMs', 'now', 'maxOptIns'];
  */
 export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stats(): MemoryStoreStats } {
   const o = checkObject(options, KEYS, 'memoryStore');
-  const maxCount = intOption(o, 'maxCount', 200, 1, 1_000_000);
-  const maxBytes = intOption(o, 'maxBytes', 32 << 20, 1024, 2 ** 40);
+  const developers = pool(intOption(o, 'maxCount', 200, 1, 1_000_000), intOption(o, 'maxBytes', 32 << 20, 1024, 2 ** 40));
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const now = fnOption<() => number>(o, 'now', Date.now);
+  const captured = pool(intOption(o, 'captureMaxCount', 100, 1, 1_000_000), intOption(o, 'captureMaxBytes', 8 << 20, 1024, 2 ** 40));
+  const pools = [developers, captured];
+  const poolOf = (owner: string): Pool => (owner === CAPTURE_OWNER ? captured : developers);
   const maxOptIns = intOption(o, 'maxOptIns', DEFAULT_MAX_OPT_INS, 1, 10_000);
   /** Opt-in token -> its expiry (epoch ms); and per owner, their tokens, oldest first. */
   const optIns = new Map<string, { owner: string; expiresAt: number }>();
@@ -94,29 +127,20 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   const owners = new Map<string, Owner>();
   /** The owner saved last: what the next save's owner nearly always is. Null once dropped. */
   let lastOwner: Owner | null = null;
-  const order = new LinkedSet<Entry>();
   /** By id, for the public `save` only: null until its first call. */
   let byId: Map<string, Entry> | null = null;
-  /** The exact sizes of the entries that have one. */
-  let bytes = 0;
-  /**
-   * The bounds of those that do not: miniprof's own saves come with a bound and are sized only
-   * when `bytes + unsized` could pass maxBytes (then every entry is, once), and for stats(). Until
-   * then no byte eviction can be due, so the store drops exactly what it would with every size
-   * known. The default 200 profiles of a few KB never come near 32 MiB, so they are never walked.
-   */
-  let unsized = 0;
 
   function sizeOf(e: Entry): void {
     if (e.bytes !== -1) return;
+    const p = e.owner.pool;
     e.bytes = profileBytes(e.profile!);
-    unsized -= e.bound;
-    bytes += e.bytes;
+    p.unsized -= e.bound;
+    p.bytes += e.bytes;
   }
 
-  function sizeAll(): void {
-    if (unsized === 0) return;
-    for (const e of order) sizeOf(e);
+  function sizeAll(p: Pool): void {
+    if (p.unsized === 0) return;
+    for (const e of p.order) sizeOf(e);
   }
 
   function drop(e: Entry): void {
@@ -124,10 +148,11 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     if (byId !== null && byId.get(e.id) === e) byId.delete(e.id);
     e.profile = null;
     e.summary = null;
-    if (e.bytes === -1) unsized -= e.bound;
-    else bytes -= e.bytes;
-    order.delete(e);
     const o = e.owner;
+    const p = o.pool;
+    if (e.bytes === -1) p.unsized -= e.bound;
+    else p.bytes -= e.bytes;
+    p.order.delete(e);
     if (e.ownOlder !== null) e.ownOlder.ownNewer = e.ownNewer;
     if (e.ownNewer === null) o.newest = e.ownOlder;
     else e.ownNewer.ownOlder = e.ownOlder;
@@ -140,7 +165,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
   }
 
   function expire(t: number): void {
-    for (let e = order.first(); e !== null && t - e.savedAt >= maxAgeMs; e = order.first()) drop(e);
+    for (const p of pools) for (let e = p.order.first(); e !== null && t - e.savedAt >= maxAgeMs; e = p.order.first()) drop(e);
   }
 
   function live(owner: string, id: string, t: number): Entry | undefined {
@@ -155,7 +180,7 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     if (lastOwner !== null && lastOwner.key === key) return lastOwner;
     let o = owners.get(key);
     if (o === undefined) {
-      o = { key, newest: null };
+      o = { key, pool: poolOf(key), newest: null };
       owners.set(key, o);
     }
     return (lastOwner = o);
@@ -169,19 +194,22 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
    */
   function put(owner: string, profile: ProfileJSON, size: number, bound: number, fresh: boolean): void {
     const t = now();
+    const p = poolOf(owner);
     if (size === -1 && bound < 0) size = profileBytes(profile);
     let need = size === -1 ? bound : size;
-    if (bytes + unsized + need > maxBytes) {
+    if (p.bytes + p.unsized + need > p.maxBytes) {
       // The bounds could pass the cap: judged on exact sizes from here on, as without them.
-      sizeAll();
+      sizeAll(p);
       if (size === -1) size = profileBytes(profile);
       need = size;
     }
-    if (size > maxBytes) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's maxBytes (${maxBytes})`);
+    if (size > p.maxBytes) {
+      throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile of ${size} bytes is larger than the store's ${p === captured ? 'captureMaxBytes' : 'maxBytes'} (${p.maxBytes})`);
+    }
     if (!fresh) {
       if (byId === null) {
         byId = new Map();
-        for (const e of order) byId.set(e.id, e);
+        for (const q of pools) for (const e of q.order) byId.set(e.id, e);
       }
       const old = byId.get(profile.id);
       if (old !== undefined) drop(old);
@@ -189,15 +217,15 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     expire(t);
     // With sizes still unknown, `bytes + unsized + need` was within maxBytes above, and drops only
     // lower it: the byte test below stays false, as it would on the exact sizes.
-    for (let e = order.first(); e !== null && (order.size >= maxCount || bytes + unsized + need > maxBytes); e = order.first()) drop(e);
+    for (let e = p.order.first(); e !== null && (p.order.size >= p.maxCount || p.bytes + p.unsized + need > p.maxBytes); e = p.order.first()) drop(e);
     const o = ownerOf(owner);
     const e: Entry = { id: profile.id, owner: o, profile, bytes: size, bound: size === -1 ? bound : 0, savedAt: t, summary: null, prevLink: null, nextLink: null, ownOlder: o.newest, ownNewer: null };
-    order.add(e);
+    p.order.add(e);
     if (o.newest !== null) o.newest.ownNewer = e;
     o.newest = e;
     if (byId !== null) byId.set(profile.id, e);
-    if (size === -1) unsized += bound;
-    else bytes += size;
+    if (size === -1) p.unsized += bound;
+    else p.bytes += size;
   }
 
   async function save(owner: string, profile: ProfileJSON): Promise<void> {
@@ -247,8 +275,9 @@ export function memoryStore(options?: MemoryStoreOptions): ProfileStore & { stat
     },
     stats() {
       expire(now());
-      sizeAll();
-      return { count: order.size, bytes };
+      sizeAll(developers);
+      sizeAll(captured);
+      return { count: developers.order.size + captured.order.size, bytes: developers.bytes + captured.bytes };
     },
   };
   return store;

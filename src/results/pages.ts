@@ -159,6 +159,7 @@ export function readSummary(x: unknown): ProfileSummary | null {
   if (!Array.isArray(o.flags) || !o.flags.every((f) => typeof f === 'string')) return null;
   const out: ProfileSummary = { id: o.id, started: o.started, savedAt: o.savedAt, method: o.method, path: o.path, durationMs: o.durationMs, steps: o.steps, custom: o.custom, flags: o.flags as string[] };
   if (o.status !== undefined) out.status = o.status as number;
+  if (typeof o.label === 'string') out.label = o.label;
   return out;
 }
 
@@ -174,12 +175,24 @@ export function ago(now: number, iso: string): string {
   return `${Math.floor(s / 86_400)} d ago`;
 }
 
+/** Which list a list page shows: the developer's own (the default) or the captured requests. */
+export interface ListView {
+  title: string;
+  /** Where the rows' profiles are served: `base`, or `base/captured`. */
+  path: string;
+  /** More links for the nav: our own HTML, no user text. */
+  nav: string;
+  empty: string;
+}
+
 export interface ListOptions {
   /** Epoch ms the relative times count from. */
   now: number;
   filter: ListFilter;
   /** Lines about a query string that was not taken as given. */
   problems: readonly string[];
+  /** Default: the developer's own recent profiles. */
+  view?: ListView;
 }
 
 /**
@@ -188,14 +201,15 @@ export interface ListOptions {
  * UUID gets no link, so no stored text ever reaches an attribute unescaped.
  */
 export function renderListPage(list: readonly unknown[], base: string, optIn: 'in' | 'out' | null, o: ListOptions = { now: Date.now(), filter: NO_FILTER, problems: [] }): string {
-  let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}</nav>`;
-  body += '<h1>Recent profiles</h1>';
-  body += filterForm(base, o.filter);
+  const v = o.view ?? { title: 'Recent profiles', path: base, nav: '', empty: 'No profiles yet. Make a request as a developer, then reload.' };
+  let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}${v.nav}</nav>`;
+  body += `<h1>${escapeHtml(v.title)}</h1>`;
+  body += filterForm(v.path, o.filter);
   if (o.problems.length > 0) body += `<ul class="problems">${o.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join('')}</ul>`;
   const filtered = o.filter.path !== '' || o.filter.flag !== '';
   if (list.length === 0) {
-    const none = filtered ? `<p>No recent profile matches. <a href="${base}/">Show all</a>.</p>` : '<p>No profiles yet. Make a request as a developer, then reload.</p>';
-    return page('miniprof: recent profiles', base, body + none);
+    const none = filtered ? `<p>No recent profile matches. <a href="${v.path}/">Show all</a>.</p>` : `<p>${escapeHtml(v.empty)}</p>`;
+    return page(`miniprof: ${v.title.toLowerCase()}`, base, body + none);
   }
   body +=
     '<table class="profiles"><thead><tr><th>Request</th><th>When</th><th class="num">Status</th><th class="num">Duration</th>' +
@@ -207,16 +221,16 @@ export function renderListPage(list: readonly unknown[], base: string, optIn: 'i
       continue;
     }
     const label = `<span class="method">${escapeHtml(s.method)}</span>${escapeHtml(s.path)}`;
-    const link = UUID.test(s.id) ? `<a href="${base}/${s.id}">${label}</a>` : label;
+    const link = UUID.test(s.id) ? `<a href="${v.path}/${s.id}">${label}</a>` : label;
     body +=
-      `<tr><td class="path">${link}</td>` +
+      `<tr><td class="path">${link}${s.label === undefined ? '' : ` <span class="flag label">${escapeHtml(s.label)}</span>`}</td>` +
       `<td><time datetime="${escapeHtml(s.started)}" title="${escapeHtml(s.started)}">${escapeHtml(ago(o.now, s.started) || s.started)}</time></td>` +
       `<td class="num" data-label="status">${escapeHtml(s.status === undefined ? '' : String(s.status))}</td>` +
       `<td class="num">${escapeHtml(msText(s.durationMs))}</td>` +
       `<td class="num" data-label="steps">${escapeHtml(String(s.steps))}</td><td class="num" data-label="custom">${escapeHtml(String(s.custom))}</td>` +
       `<td class="flags">${flags(s.flags)}</td></tr>`;
   }
-  return page('miniprof: recent profiles', base, body + '</tbody></table>');
+  return page(`miniprof: ${v.title.toLowerCase()}`, base, body + '</tbody></table>');
 }
 
 function filterForm(base: string, f: ListFilter): string {
@@ -235,9 +249,9 @@ function filterForm(base: string, f: ListFilter): string {
  * the JSON as a data block. `id` is the UUID from the URL: the stored profile's own `id` never
  * reaches an attribute. A stored profile that is not v1 JSON renders as one error line.
  */
-export function renderProfilePage(stored: unknown, base: string, id: string): string {
+export function renderProfilePage(stored: unknown, base: string, id: string, path = base): string {
   const href = UUID.test(id) ? id : '';
-  const nav = `<nav><a href="${base}/">← recent profiles</a>${href === '' ? '' : ` · <a href="${base}/${href}.json">JSON</a>`}</nav>`;
+  const nav = `<nav><a href="${path}/">← ${path === base ? 'recent profiles' : 'captured requests'}</a>${href === '' ? '' : ` · <a href="${path}/${href}.json">JSON</a>`}</nav>`;
   const read = readProfile(stored);
   if (!read.ok) {
     const body = `${nav}<h1>Profile ${escapeHtml(href)}</h1><p class="error">This stored profile cannot be shown: ${escapeHtml(read.error)}.</p>`;
@@ -252,6 +266,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string): st
   body += fact('Duration', msText(p.durationMs));
   body += fact('Started', p.started);
   body += fact('Machine', p.machine);
+  if (typeof p.request?.label === 'string') body += fact('Label', p.request.label);
   body += fact('Steps', String(s.steps));
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { codedError, describe } from '../core/errors.js';
 import { checkObject, intOption, invalid } from '../core/options.js';
 import type { ProfileJSON } from '../core/types.js';
-import { DEFAULT_MAX_OPT_INS, summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
+import { CAPTURE_OWNER, DEFAULT_MAX_OPT_INS, summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
 import { withTimeout } from './timeout.js';
 
 /** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
@@ -16,6 +16,11 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Profiles kept per developer. Default 100. */
   maxCount?: number;
+  /**
+   * Captured profiles (the `capture` option) kept, over all instances: their own list, so they
+   * never push out a developer's. Default 100.
+   */
+  captureMaxCount?: number;
   /** TTL of every key, from the last save. Default 30 minutes. */
   maxAgeMs?: number;
   /** A larger profile is not saved (the fault is reported). Default 1 MiB. */
@@ -26,7 +31,7 @@ export interface RedisStoreOptions {
   maxOptIns?: number;
 }
 
-const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs', 'maxOptIns'];
+const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs', 'maxOptIns', 'captureMaxCount'];
 
 /**
  * One atomic opt-in: the token's key with its TTL, pushed on the owner's list of tokens, the list
@@ -85,6 +90,8 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
   const prefix = o.prefix ?? 'miniprof:';
   if (typeof prefix !== 'string' || prefix.length > 200) throw invalid('prefix', 'a string of at most 200 characters', prefix);
   const maxCount = intOption(o, 'maxCount', 100, 1, 100_000);
+  const captureMaxCount = intOption(o, 'captureMaxCount', 100, 1, 100_000);
+  const countOf = (owner: string) => (owner === CAPTURE_OWNER ? captureMaxCount : maxCount);
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const maxBytes = intOption(o, 'maxBytes', 1 << 20, 1024, 512 << 20);
   const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
@@ -106,7 +113,7 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
       if (!UUID.test(profile.id)) throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `profile id must be a UUID, got ${describe(profile.id)}`);
       const h = owned(owner);
       const summary = JSON.stringify(summarize(profile, Date.now()));
-      await run(['EVAL', SAVE, '2', `${prefix}p:${h}:${profile.id}`, `${prefix}l:${h}`, json, summary, String(maxAgeMs), String(maxCount), `${prefix}p:${h}:`]);
+      await run(['EVAL', SAVE, '2', `${prefix}p:${h}:${profile.id}`, `${prefix}l:${h}`, json, summary, String(maxAgeMs), String(countOf(owner)), `${prefix}p:${h}:`]);
     },
     async get(owner, id) {
       if (!UUID.test(id)) return undefined;
@@ -126,7 +133,7 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
     },
     async list(owner, limit) {
       if (limit < 1) return [];
-      const v = await run(['LRANGE', `${prefix}l:${owned(owner)}`, '0', String(Math.min(limit, maxCount) - 1)]);
+      const v = await run(['LRANGE', `${prefix}l:${owned(owner)}`, '0', String(Math.min(limit, countOf(owner)) - 1)]);
       if (!Array.isArray(v)) return [];
       const since = Date.now() - maxAgeMs;
       const out: ProfileSummary[] = [];

@@ -6,8 +6,8 @@ import type { ResultsConfig } from './config.js';
 import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
 import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
-import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage } from './pages.js';
-import { UUID, type OptInStore, type ProfileStore } from './store.js';
+import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
+import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
 import { withTimeout } from './timeout.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
@@ -39,6 +39,8 @@ export function decide<Req>(
   req: Req,
   cookieOf: (req: Req) => unknown,
 ): Developer | null | Promise<Developer | null> {
+  // Nobody is (production without isDeveloper, capture on): no cookie is read either.
+  if (cfg.isDeveloper === null) return null;
   // DNS rebinding: another site's page, under its own host name, on this (loopback) server.
   if (cfg.allowedHosts !== null && !hostAllowed(cfg.allowedHosts, cfg.headers(req))) return null;
   const r = cfg.results;
@@ -147,17 +149,24 @@ export async function serveResults(
     if (r.secret !== null && (rest === '/opt-in' || rest === '/opt-out')) return await optInRoute(r, dev, method, rest.slice(1) as 'opt-in' | 'opt-out', https, headers);
     if (method !== 'GET' && method !== 'HEAD') return null;
     if (rest === '' || rest === '/') {
-      return await listPage(r, dev, q === -1 ? '' : url.slice(q + 1));
+      return await listPage(r, dev.owner, optInState(r, dev), q === -1 ? '' : url.slice(q + 1), r.captured ? ownView(base) : undefined);
+    }
+    if (rest === '/captured' || rest === '/captured/' || rest === '/captured/slowest') {
+      const slowest = rest.endsWith('/slowest');
+      return await listPage(r, CAPTURE_OWNER, optInState(r, dev), q === -1 ? '' : url.slice(q + 1), capturedView(base, slowest), slowest);
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
     if (rest === BADGE_PATH && r.badge !== null) return { status: 200, headers: { ...BADGE_HEADERS }, body: BADGE_JS };
-    const json = rest.endsWith('.json');
-    const id = rest.slice(1, json ? -5 : undefined);
-    if (rest[0] !== '/' || !UUID.test(id)) return null;
-    const p = await bounded(r, () => r.store.get(dev.owner, id));
+    // A captured profile is every developer's to read, at its own path.
+    const captured = rest.startsWith('/captured/');
+    const at = captured ? rest.slice('/captured'.length) : rest;
+    const json = at.endsWith('.json');
+    const id = at.slice(1, json ? -5 : undefined);
+    if (at[0] !== '/' || !UUID.test(id)) return null;
+    const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
-    return reply(200, HTML, renderProfilePage(p, base, id));
+    return reply(200, HTML, renderProfilePage(p, base, id, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);
     return reply(503, 'text/plain; charset=utf-8', 'miniprof: the profile store failed; the fault went to onInternalError.\n');
@@ -197,20 +206,47 @@ const FILTER_WINDOW = 1000;
  * The list page, filtered by the query's `path` and `flag` (checked in parseFilter). Rows that are
  * not summaries stay in, to be shown as malformed, unless a filter is on.
  */
-async function listPage(r: ResultsConfig, dev: Developer, query: string): Promise<ResultsReply> {
+async function listPage(r: ResultsConfig, owner: string, optIn: 'in' | 'out' | null, query: string, view?: ListView, slowest = false): Promise<ResultsReply> {
   const { filter, problems } = parseFilter(query);
   const on = filter.path !== '' || filter.flag !== '';
-  let list: unknown[] = await bounded(r, () => r.store.list(dev.owner, on ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
+  let list: unknown[] = await bounded(r, () => r.store.list(owner, on ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
   if (!Array.isArray(list)) list = [];
+  if (slowest) list = bySlowest(list);
   if (on) {
     list = list.filter((x) => {
       const s = readSummary(x);
       return s !== null && matches(s, filter);
     });
   }
-  const optIn = r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
-  const html = renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems });
+  const html = renderListPage(list.slice(0, r.listLimit), r.basePath, optIn, { now: Date.now(), filter, problems, view });
   return reply(200, HTML, html, { 'Content-Security-Policy': LIST_HEADERS['Content-Security-Policy'] });
+}
+
+/** What the list's nav says of the opt-in cookie: nothing without a secret. */
+function optInState(r: ResultsConfig, dev: Developer): 'in' | 'out' | null {
+  return r.secret === null ? null : dev.optIn !== null ? 'in' : 'out';
+}
+
+/** The developer's own list, with a link to the captured requests (capture is on). */
+function ownView(base: string): ListView {
+  return { title: 'Recent profiles', path: base, nav: ` · <a href="${base}/captured">captured requests</a>`, empty: 'No profiles yet. Make a request as a developer, then reload.' };
+}
+
+/** `base/captured`, newest first, or `base/captured/slowest`. */
+function capturedView(base: string, slowest: boolean): ListView {
+  const other = slowest ? `<a href="${base}/captured">newest first</a>` : `<a href="${base}/captured/slowest">slowest first</a>`;
+  return {
+    title: slowest ? 'Captured requests, slowest first' : 'Captured requests',
+    path: `${base}/captured`,
+    nav: ` · <a href="${base}/">your profiles</a> · ${other}`,
+    empty: 'No captured requests kept yet: only sampled requests that were slow or failed are kept.',
+  };
+}
+
+/** The same rows, slowest first (the newest first among equals). */
+function bySlowest(list: unknown[]): unknown[] {
+  const ms = (x: unknown) => (readSummary(x)?.durationMs ?? -1);
+  return list.map((s, i) => ({ s, i })).sort((a, b) => ms(b.s) - ms(a.s) || a.i - b.i).map((x) => x.s);
 }
 
 /** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */

@@ -19,6 +19,8 @@ export interface ProfileSummary {
   steps: number;
   /** Custom timings (sql, http…). */
   custom: number;
+  /** A captured request's `captureLabel`, when the app gave one. */
+  label?: string;
   /** Marks worth a look, from {@link FLAGS}. */
   flags: string[];
 }
@@ -85,6 +87,13 @@ export interface SealedSave {
     put(owner: string, profile: ProfileJSON, bound: number): void;
   };
 }
+
+/**
+ * The owner of captured profiles (the `capture` option): every developer may list and read them,
+ * and the built-in stores keep them under a quota of their own. No developer's identity has this
+ * form (those are `peer:…`, `app:…` or `optin:…`).
+ */
+export const CAPTURE_OWNER = 'capture:';
 
 /** Profile ids are random UUIDs (crypto.randomUUID); anything else cannot be one of ours. */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -159,6 +168,7 @@ export function summarize(stored: ProfileJSON, savedAt: number): ProfileSummary 
     flags: FLAGS.filter((f) => on[f]),
   };
   if (p.request?.status !== undefined) out.status = p.request.status;
+  if (typeof p.request?.label === 'string') out.label = p.request.label;
   return out;
 }
 

@@ -94,7 +94,7 @@ describe.each(ADAPTERS)('$name', (a) => {
   it('F1: unset isDeveloper: a loopback request that came through a proxy (Forwarded, X-Forwarded-For, X-Real-IP, Via) is the app alone', async () => {
     const base = await start(a, null);
     const port = await start(a, {});
-    const proxied = [{ Forwarded: 'for=203.0.113.9' }, { 'X-Forwarded-For': '203.0.113.9' }, { 'X-Real-IP': '203.0.113.9' }, { Via: '1.1 nginx' }];
+    const proxied: Record<string, string>[] = [{ Forwarded: 'for=203.0.113.9' }, { 'X-Forwarded-For': '203.0.113.9' }, { 'X-Real-IP': '203.0.113.9' }, { Via: '1.1 nginx' }];
     for (const headers of proxied) {
       const want = await raw(base, { path: '/page', headers });
       const got = await raw(port, { path: '/page', headers });
