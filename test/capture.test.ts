@@ -439,7 +439,7 @@ describe('what is kept', () => {
     expect(faults.map((e) => (e as Error).message)).toEqual(['label failed', 'miniprof: captureLabel must return a non-empty string, got 42 (number)']);
     faults = [];
     const page = (await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
-    expect(page).toContain('<span class="flag">tenant &lt;b&gt;xxx');
+    expect(page).toContain('<span class="flag label">tenant &lt;b&gt;xxx');
     expect(page).not.toContain('<b>');
   });
 });
@@ -633,9 +633,9 @@ describe('for developers only: <basePath>/captured', () => {
     const list = await captured(store);
     const page = (await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
     expect(page).toContain('<h1>Captured requests</h1>');
-    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})">\/took\/(\d+)<\/a>/g)].map((m) => m[2])).toEqual(['200', '900', '100', '300']);
+    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})"><span class="method">GET<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[2])).toEqual(['200', '900', '100', '300']);
     const slowest = (await raw(port, { path: '/_miniprof/captured/slowest', headers: dev })).payload.toString();
-    expect([...slowest.matchAll(/">\/took\/(\d+)<\/a>/g)].map((m) => m[1])).toEqual(['900', '300', '200', '100']);
+    expect([...slowest.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1])).toEqual(['900', '300', '200', '100']);
     const id = list[0]!.id;
     const profile = await raw(port, { path: `/_miniprof/captured/${id}`, headers: dev });
     expect(profile.status).toBe(200);
@@ -698,7 +698,7 @@ describe('with the Redis store: one captured list over every instance', () => {
       await waitFor(() => saved === i + 1, 5000, `save ${i + 1}`);
     }
     const page = (await raw(a.port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
-    expect([...page.matchAll(/">(\/p\/[a-z-]+)<\/a>/g)].map((m) => m[1])).toEqual(['/p/from-b', '/p/from-a']);
+    expect([...page.matchAll(/<\/span>(\/p\/[a-z-]+)<\/a>/g)].map((m) => m[1])).toEqual(['/p/from-b', '/p/from-a']);
     const id = (await captured(a.store)).find((s) => s.path === '/p/from-b')!.id;
     const json = await raw(a.port, { path: `/_miniprof/captured/${id}.json`, headers: dev });
     expect(JSON.parse(json.payload.toString())).toMatchObject({ id, machine: 'web-b' });

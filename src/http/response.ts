@@ -222,7 +222,9 @@ export class ProfiledResponse implements Expiring {
       json.request.label = label;
       if (bound !== -1) bound += 12 + 6 * label.length;
     }
-    saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound);
+    // Kept by the capture's own rule (slow or failed), counted in the minute's budget: the rule
+    // that leaves out a developer's bare 404s (results.keepNotFound) must not drop it after that.
+    saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound, true);
   }
 }
 
