@@ -647,7 +647,7 @@ describe('for developers only: <basePath>/captured', () => {
     expect((await raw(port, { path: `/_miniprof/${id}`, headers: dev })).status).toBe(404);
   });
 
-  it('slowest first: the slowest of every kept one, not of the newest listLimit; its filter form stays on it', async () => {
+  it('slowest first: the slowest of the kept ones, not only of the newest listLimit; its filter form stays on it', async () => {
     const { port } = await app(2);
     const rows = (html: string) => [...html.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1]);
     // Kept newest first: 200, 900, 100, 300. The newest two alone would give 900, 200.
