@@ -10,6 +10,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export const SERVICE_TESTS = [
   'test/badge-browser.test.ts',
   'test/browser.test.ts',
+  'test/capture.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',

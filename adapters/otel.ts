@@ -18,7 +18,8 @@ export interface MiniprofSpanProcessorOptions {
   traceUrl?: (traceId: string) => string;
   /**
    * Export every sealed profile's steps and custom timings as spans ({@link exportProfile}),
-   * after the response, under the request's span. Default false.
+   * after the response, under the request's span: a developer's, a `withProfile`'s, and a
+   * captured request's only when `capture` keeps it (one it drops is kept nowhere). Default false.
    */
   exportProfiles?: boolean;
 }

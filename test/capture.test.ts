@@ -439,7 +439,7 @@ describe('what is kept', () => {
     expect(faults.map((e) => (e as Error).message)).toEqual(['label failed', 'miniprof: captureLabel must return a non-empty string, got 42 (number)']);
     faults = [];
     const page = (await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
-    expect(page).toContain('<span class="flag">tenant &lt;b&gt;xxx');
+    expect(page).toContain('<span class="flag label">tenant &lt;b&gt;xxx');
     expect(page).not.toContain('<b>');
   });
 });
@@ -613,11 +613,11 @@ describe('bounded', () => {
 
 // ---------------------------------------------------------------------------------------------
 describe('for developers only: <basePath>/captured', () => {
-  async function app() {
+  async function app(listLimit?: number) {
     const store = memoryStore();
     const c = { t: 0 };
     const a = express();
-    a.use(expressMiniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1', capture: { rate: 1, slowerThanMs: 100 }, results: { store }, clock: () => c.t, onInternalError }) as RequestHandler);
+    a.use(expressMiniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1', capture: { rate: 1, slowerThanMs: 100 }, results: { store, listLimit }, clock: () => c.t, onInternalError }) as RequestHandler);
     a.get('/took/:ms', (req, res) => {
       c.t += Number(req.params.ms);
       res.send('ok');
@@ -633,9 +633,9 @@ describe('for developers only: <basePath>/captured', () => {
     const list = await captured(store);
     const page = (await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
     expect(page).toContain('<h1>Captured requests</h1>');
-    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})">\/took\/(\d+)<\/a>/g)].map((m) => m[2])).toEqual(['200', '900', '100', '300']);
+    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})"><span class="method">GET<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[2])).toEqual(['200', '900', '100', '300']);
     const slowest = (await raw(port, { path: '/_miniprof/captured/slowest', headers: dev })).payload.toString();
-    expect([...slowest.matchAll(/">\/took\/(\d+)<\/a>/g)].map((m) => m[1])).toEqual(['900', '300', '200', '100']);
+    expect([...slowest.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1])).toEqual(['900', '300', '200', '100']);
     const id = list[0]!.id;
     const profile = await raw(port, { path: `/_miniprof/captured/${id}`, headers: dev });
     expect(profile.status).toBe(200);
@@ -645,6 +645,25 @@ describe('for developers only: <basePath>/captured', () => {
     // The developer's own list links there; a captured id is not one of the developer's own.
     expect((await raw(port, { path: '/_miniprof/', headers: dev })).payload.toString()).toContain('<a href="/_miniprof/captured">captured requests</a>');
     expect((await raw(port, { path: `/_miniprof/${id}`, headers: dev })).status).toBe(404);
+  });
+
+  it('slowest first: the slowest of the kept ones, not only of the newest listLimit; its filter form stays on it', async () => {
+    const { port } = await app(2);
+    const rows = (html: string) => [...html.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1]);
+    // Kept newest first: 200, 900, 100, 300. The newest two alone would give 900, 200.
+    expect(rows((await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString())).toEqual(['200', '900']);
+    const slowest = (await raw(port, { path: '/_miniprof/captured/slowest', headers: dev })).payload.toString();
+    expect(rows(slowest)).toEqual(['900', '300']);
+    expect(slowest).toContain('<form class="filter" method="get" action="/_miniprof/captured/slowest/" role="search">');
+    // What the form submits: still slowest first, filtered.
+    const filtered = await raw(port, { path: '/_miniprof/captured/slowest/?path=%2Ftook%2F1&flag=', headers: dev });
+    expect(filtered.status).toBe(200);
+    expect(filtered.payload.toString()).toContain('<h1>Captured requests, slowest first</h1>');
+    expect(rows(filtered.payload.toString())).toEqual(['100']);
+    const none = (await raw(port, { path: '/_miniprof/captured/slowest/?path=nothing', headers: dev })).payload.toString();
+    expect(none).toContain('<a href="/_miniprof/captured/slowest/">Show all</a>');
+    // The newest-first list's form stays on it.
+    expect((await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString()).toContain('action="/_miniprof/captured/" role="search"');
   });
 
   it('a non-developer gets the app\'s own answer at every captured path', async () => {
@@ -698,7 +717,7 @@ describe('with the Redis store: one captured list over every instance', () => {
       await waitFor(() => saved === i + 1, 5000, `save ${i + 1}`);
     }
     const page = (await raw(a.port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
-    expect([...page.matchAll(/">(\/p\/[a-z-]+)<\/a>/g)].map((m) => m[1])).toEqual(['/p/from-b', '/p/from-a']);
+    expect([...page.matchAll(/<\/span>(\/p\/[a-z-]+)<\/a>/g)].map((m) => m[1])).toEqual(['/p/from-b', '/p/from-a']);
     const id = (await captured(a.store)).find((s) => s.path === '/p/from-b')!.id;
     const json = await raw(a.port, { path: `/_miniprof/captured/${id}.json`, headers: dev });
     expect(JSON.parse(json.payload.toString())).toMatchObject({ id, machine: 'web-b' });

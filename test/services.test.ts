@@ -199,10 +199,11 @@ describe('scripts/services.mjs', () => {
 });
 
 describe('vitest.config.ts: the lists `npm run test:quick` leaves out', () => {
-  const files = readdirSync(join(ROOT, 'test'))
+  // Every folder under test/ (test/adapters/ too): vitest's include is test/**/*.test.ts.
+  const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8' })
+    .map((f) => `test/${f.split('\\').join('/')}`)
     // This file names the patterns it looks for.
-    .filter((f) => f.endsWith('.test.ts') && f !== 'services.test.ts')
-    .map((f) => `test/${f}`);
+    .filter((f) => f.endsWith('.test.ts') && f !== 'test/services.test.ts');
   const text = (f: string): string => readFileSync(join(ROOT, f), 'utf8');
 
   test('every test file that starts a service or drives Chromium is in SERVICE_TESTS, and each listed file exists', () => {

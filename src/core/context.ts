@@ -56,22 +56,30 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
   return als.run(profile.root, fn, ...args);
 }
 
-/** Seal `profile` (once) and let go of the hooks if it was the last one open. */
-export function closeProfile(profile: Profile): void {
+/**
+ * Seal `profile` (once) and let go of the hooks if it was the last one open. `announce` false: the
+ * caller decides later whether the sealed profile is kept, and calls announceSealed for a kept one
+ * (a captured request's: one that is dropped is exported nowhere).
+ */
+export function closeProfile(profile: Profile, announce = true): void {
   if (profile.sealed) return;
   loopClosed(profile);
   profile.seal();
-  const sealed = traceHooks.sealed;
-  if (sealed !== null) {
-    try {
-      sealed(profile);
-    } catch (err) {
-      report(profile.config.onInternalError, err);
-    }
-  }
+  if (announce) announceSealed(profile);
   if (!profile.entered) return;
   profile.entered = false;
   if (--open === 0 && releasesHooks) releaseSoon();
+}
+
+/** Hand a sealed profile to the `sealed` trace hook (miniprof/otel's exportProfiles), if set. */
+export function announceSealed(profile: Profile): void {
+  const sealed = traceHooks.sealed;
+  if (sealed === null) return;
+  try {
+    sealed(profile);
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+  }
 }
 
 /**

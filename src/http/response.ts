@@ -1,4 +1,4 @@
-import { closeProfile } from '../core/context.js';
+import { announceSealed, closeProfile } from '../core/context.js';
 import { debug, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import { Profile } from '../core/profile.js';
@@ -170,7 +170,7 @@ export class ProfiledResponse implements Expiring {
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
       // only move it in the developer's list.
       if (this.profile.sealed) return;
-      closeProfile(this.profile);
+      closeProfile(this.profile, this.captured === null);
       this.save();
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
@@ -192,7 +192,7 @@ export class ProfiledResponse implements Expiring {
     try {
       if (this.profile.sealed) return;
       this.profile.warn(`sealed after maxDurationMs while the response was still open`);
-      closeProfile(this.profile);
+      closeProfile(this.profile, this.captured === null);
       // Saved now, not at close: a stream may never close, and its profile is final anyway.
       this.save();
     } catch (err) {
@@ -213,7 +213,9 @@ export class ProfiledResponse implements Expiring {
   private keep(): void {
     const c = this.cfg.capture!;
     const json = this.profile.data();
+    // Not kept: let go here, and not exported either (a trace of it would be kept nowhere else).
     if (!captureDone(c, json)) return;
+    announceSealed(this.profile);
     let bound = this.profile.jsonBound();
     const label = labelOf(c, this.captured!.req);
     if (label !== undefined && json.request !== undefined) {
@@ -222,7 +224,9 @@ export class ProfiledResponse implements Expiring {
       json.request.label = label;
       if (bound !== -1) bound += 12 + 6 * label.length;
     }
-    saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound);
+    // Kept by the capture's own rule (slow or failed), counted in the minute's budget: the rule
+    // that leaves out a developer's bare 404s (results.keepNotFound) must not drop it after that.
+    saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound, true);
   }
 }
 

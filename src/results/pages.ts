@@ -180,6 +180,11 @@ export interface ListView {
   title: string;
   /** Where the rows' profiles are served: `base`, or `base/captured`. */
   path: string;
+  /**
+   * Where this list itself is served, for the filter form and its links: `path` unless set
+   * (`base/captured/slowest` keeps its order when filtered).
+   */
+  list?: string;
   /** More links for the nav: our own HTML, no user text. */
   nav: string;
   empty: string;
@@ -204,11 +209,11 @@ export function renderListPage(list: readonly unknown[], base: string, optIn: 'i
   const v = o.view ?? { title: 'Recent profiles', path: base, nav: '', empty: 'No profiles yet. Make a request as a developer, then reload.' };
   let body = `<nav>miniprof${optIn === 'in' ? ` · opted in · <a href="${base}/opt-out">opt out</a>` : optIn === 'out' ? ` · <a href="${base}/opt-in">opt in</a>` : ''}${v.nav}</nav>`;
   body += `<h1>${escapeHtml(v.title)}</h1>`;
-  body += filterForm(v.path, o.filter);
+  body += filterForm(v.list ?? v.path, o.filter);
   if (o.problems.length > 0) body += `<ul class="problems">${o.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join('')}</ul>`;
   const filtered = o.filter.path !== '' || o.filter.flag !== '';
   if (list.length === 0) {
-    const none = filtered ? `<p>No recent profile matches. <a href="${v.path}/">Show all</a>.</p>` : `<p>${escapeHtml(v.empty)}</p>`;
+    const none = filtered ? `<p>No recent profile matches. <a href="${v.list ?? v.path}/">Show all</a>.</p>` : `<p>${escapeHtml(v.empty)}</p>`;
     return page(`miniprof: ${v.title.toLowerCase()}`, base, body + none);
   }
   body +=

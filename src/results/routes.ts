@@ -151,8 +151,9 @@ export async function serveResults(
     if (rest === '' || rest === '/') {
       return await listPage(r, dev.owner, optInState(r, dev), q === -1 ? '' : url.slice(q + 1), r.captured ? ownView(base) : undefined);
     }
-    if (rest === '/captured' || rest === '/captured/' || rest === '/captured/slowest') {
-      const slowest = rest.endsWith('/slowest');
+    // The filter form submits to `<list>/`: `/captured/slowest/` is the slowest list too.
+    if (rest === '/captured' || rest === '/captured/' || rest === '/captured/slowest' || rest === '/captured/slowest/') {
+      const slowest = rest.startsWith('/captured/slowest');
       return await listPage(r, CAPTURE_OWNER, optInState(r, dev), q === -1 ? '' : url.slice(q + 1), capturedView(base, slowest), slowest);
     }
     if (rest === '/miniprof.css') return reply(200, 'text/css; charset=utf-8', CSS);
@@ -199,7 +200,7 @@ async function optInRoute(r: ResultsConfig, dev: Developer, method: string | und
   return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
 }
 
-/** Profiles read for a filtered list: the filter looks this far back, whatever `listLimit` is. */
+/** Profiles read for a filtered or slowest-first list: it looks this far back, whatever `listLimit` is. */
 const FILTER_WINDOW = 1000;
 
 /**
@@ -209,7 +210,10 @@ const FILTER_WINDOW = 1000;
 async function listPage(r: ResultsConfig, owner: string, optIn: 'in' | 'out' | null, query: string, view?: ListView, slowest = false): Promise<ResultsReply> {
   const { filter, problems } = parseFilter(query);
   const on = filter.path !== '' || filter.flag !== '';
-  let list: unknown[] = await bounded(r, () => r.store.list(owner, on ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
+  // Slowest first is the slowest of the last FILTER_WINDOW kept (the store lists newest first),
+  // not of the newest `listLimit` alone: it reads as far back as a filter does.
+  const wide = on || slowest;
+  let list: unknown[] = await bounded(r, () => r.store.list(owner, wide ? Math.max(r.listLimit, FILTER_WINDOW) : r.listLimit));
   if (!Array.isArray(list)) list = [];
   if (slowest) list = bySlowest(list);
   if (on) {
@@ -238,6 +242,7 @@ function capturedView(base: string, slowest: boolean): ListView {
   return {
     title: slowest ? 'Captured requests, slowest first' : 'Captured requests',
     path: `${base}/captured`,
+    list: slowest ? `${base}/captured/slowest` : `${base}/captured`,
     nav: ` · <a href="${base}/">your profiles</a> · ${other}`,
     empty: 'No captured requests kept yet: only sampled requests that were slow or failed are kept.',
   };
