@@ -95,7 +95,7 @@ function header(r: RawResponse, name: string): string | undefined {
 }
 
 /** Headers miniprof sets or may legitimately change (the framing may change with the length). */
-const OURS = new Set(['date', 'content-length', 'transfer-encoding', 'etag', 'cache-control', 'server-timing', 'x-miniprof-id', 'link']);
+const OURS = new Set(['date', 'content-length', 'transfer-encoding', 'etag', 'cache-control', 'vary', 'server-timing', 'x-miniprof-id', 'link']);
 
 describe.each(ADAPTERS)('$name', (adapter) => {
   let basePort = 0;
@@ -147,6 +147,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       if (row.path === '/app-server-timing') expect(header(got, 'server-timing')).toMatch(/^app;dur=1.5, /);
       expect(header(got, 'cache-control')).toBe(row.path === '/no-transform' ? 'private, no-store, no-transform' : 'private, no-store');
       expect(got.headers.etag).toBeUndefined();
+      // No cache may match a developer's response to another request (RFC 9110 12.5.5).
+      expect(got.headers.vary).toEqual(['*']);
       for (const [name, values] of Object.entries(base.headers)) {
         if (!OURS.has(name)) expect(got.headers[name], name).toEqual(values);
       }
