@@ -102,7 +102,8 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
  * For a developer's request the rest of the chain runs inside a profile; the comment goes into a
  * whole HTML response (one already complete, at most 1 MiB: never a stream such as `streamSSE`),
  * and `Server-Timing` and the cache headers onto `c.res`. For anyone else it calls `next()` and
- * touches nothing. The default developer rule reads the peer from the Node request that
+ * touches nothing; with `capture` on, a sampled request runs inside a profile and its response is
+ * still left as the app made it. The default developer rule reads the peer from the Node request that
  * `@hono/node-server` passes in `c.env.incoming`.
  *
  * @example
@@ -118,10 +119,12 @@ export function miniprof(options?: MiniprofOptions<Context>): MiddlewareHandler 
     const node = incoming(c);
     const out = (c.env as Bindings)?.outgoing;
     const url = target(c.req.url);
-    const p = node !== undefined && out !== undefined ? captureNode(cfg as HttpConfig<never>, node, out, url, c) : openCapture(cfg as HttpConfig<never>, c.req.method, url, c);
+    const onNode = node !== undefined && out !== undefined;
+    const p = onNode ? captureNode(cfg as HttpConfig<never>, node, out, url, c) : openCapture(cfg as HttpConfig<never>, c.req.method, url, c);
     if (p === null) return next();
     (c as Marked)[PROFILED] = true;
-    if (out !== undefined) return runInProfile(p.profile, next);
+    // On Node, sealed when the response closes (captureNode's listeners).
+    if (onNode) return runInProfile(p.profile, next);
     // No Node response to close (`app.request()`): sealed once the Response is handed back.
     return runInProfile(p.profile, next).then(
       () => p.close(c.res.status, true),

@@ -72,7 +72,8 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
  *
  * For a developer's request `await next()` runs inside a profile; afterwards a whole HTML
  * `ctx.body` gets the comment, and the head Koa writes gets `Server-Timing` and the cache headers.
- * For anyone else it calls `next()` and touches nothing.
+ * For anyone else it calls `next()` and touches nothing; with `capture` on, a sampled request runs
+ * inside a profile and its response is still left as the app made it.
  *
  * @example
  * import { miniprof } from 'miniprof/koa';
