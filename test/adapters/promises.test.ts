@@ -103,6 +103,17 @@ describe.each(ADAPTERS)('$name', (a) => {
     expect(profiles).toHaveLength(0);
   });
 
+  it("allowedHosts: the adapter hands the request's Host on; a listed Host is profiled, any other is the app alone", async () => {
+    // raw() sends `Host: 127.0.0.1:<port>`.
+    expect(profiled(await raw(await start(a, { ...dev, allowedHosts: ['127.0.0.1'] }), { path: '/page', headers: { 'x-dev': '1' } }))).toBe(true);
+    const base = await start(a, null);
+    const other = await start(a, { ...dev, allowedHosts: ['localhost'] });
+    const got = await raw(other, { path: '/page', headers: { 'x-dev': '1' } });
+    expect(withoutDate(got.bytes).toString('latin1')).toBe(withoutDate((await raw(base, { path: '/page', headers: { 'x-dev': '1' } })).bytes).toString('latin1'));
+    expect(profiles).toHaveLength(1);
+    expect(reports).toEqual([]);
+  });
+
   it('A2: NODE_ENV=production and no isDeveloper: the app alone, even for loopback', async () => {
     const env = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
