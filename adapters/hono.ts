@@ -4,14 +4,15 @@ import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { finishResponse, replyResponse } from '../src/http/fetch.js';
-import { sealOnClose } from '../src/http/node.js';
-import { openProfile, stripConditionals } from '../src/http/response.js';
+import { captureNode, sealOnClose } from '../src/http/node.js';
+import type { Headers as NodeHeaders } from '../src/http/proxy.js';
+import { openCapture, openProfile, stripConditionals } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
 /** What @hono/node-server passes as `c.env` (its `HttpBindings`), as far as we read it. */
-type Bindings = { incoming?: IncomingMessage } | undefined;
+type Bindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
 
 /** This copy's mark on a context it profiles: mounted twice (app and a routed sub-app), the outer profile covers it. */
 const PROFILED = Symbol('miniprof.profiled');
@@ -31,6 +32,12 @@ function target(url: string): string {
 function secure(c: Context): boolean {
   const node = incoming(c);
   return node !== undefined ? (node.socket as { encrypted?: boolean } | null)?.encrypted === true : c.req.url.startsWith('https:');
+}
+
+/** The request's headers as Node gives them (lowercase names): the Node request's, else the fetch Request's. */
+function headersOf(c: Context): NodeHeaders {
+  const node = incoming(c);
+  return node !== undefined ? node.headers : Object.fromEntries(c.req.raw.headers);
 }
 
 function cookieOf(c: Context): unknown {
@@ -59,10 +66,10 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   const onError = cfg.core.onInternalError;
   const url = target(c.req.url);
   if (cfg.results !== null && underBase(cfg.results, url)) {
-    const r = await serveResults(cfg.results, dev, c.req.method, url, secure(c), onError).catch((err: unknown) => (report(onError, err), null));
+    const r = await serveResults(cfg.results, dev, c.req.method, url, secure(c), onError, headersOf(c)).catch((err: unknown) => (report(onError, err), null));
     return r === null ? next() : replyResponse(r);
   }
-  const out = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+  const out = (c.env as Bindings)?.outgoing;
   // The client left while an async isDeveloper was answering: 'close' has fired already, and
   // nothing would seal a profile opened now.
   if (out?.destroyed === true) return next();
@@ -95,7 +102,8 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
  * For a developer's request the rest of the chain runs inside a profile; the comment goes into a
  * whole HTML response (one already complete, at most 1 MiB: never a stream such as `streamSSE`),
  * and `Server-Timing` and the cache headers onto `c.res`. For anyone else it calls `next()` and
- * touches nothing. The default developer rule reads the peer from the Node request that
+ * touches nothing; with `capture` on, a sampled request runs inside a profile and its response is
+ * still left as the app made it. The default developer rule reads the peer from the Node request that
  * `@hono/node-server` passes in `c.env.incoming`.
  *
  * @example
@@ -103,13 +111,34 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
  * app.use(miniprof({ isDeveloper: (c) => c.get('user')?.admin === true }));
  */
 export function miniprof(options?: MiniprofOptions<Context>): MiddlewareHandler {
-  const cfg = resolveHttp<Context>(options, 'miniprof/hono', (c) => incoming(c)?.socket?.remoteAddress);
-  if (cfg.isDeveloper === null) return (_c, next) => next();
+  const cfg = resolveHttp<Context>(options, 'miniprof/hono', (c) => incoming(c)?.socket?.remoteAddress, [], headersOf, secure);
+  if (cfg.isDeveloper === null && cfg.capture === null) return (_c, next) => next();
+  /** Not a developer's: the app alone, or now and then a captured profile of it (no hook on its response). */
+  function other(c: Context, next: Next): Promise<void> {
+    if (cfg.capture === null) return next();
+    const node = incoming(c);
+    const out = (c.env as Bindings)?.outgoing;
+    const url = target(c.req.url);
+    const onNode = node !== undefined && out !== undefined;
+    const p = onNode ? captureNode(cfg as HttpConfig<never>, node, out, url, c) : openCapture(cfg as HttpConfig<never>, c.req.method, url, c);
+    if (p === null) return next();
+    (c as Marked)[PROFILED] = true;
+    // On Node, sealed when the response closes (captureNode's listeners).
+    if (onNode) return runInProfile(p.profile, next);
+    // No Node response to close (`app.request()`): sealed once the Response is handed back.
+    return runInProfile(p.profile, next).then(
+      () => p.close(c.res.status, true),
+      (err: unknown) => {
+        p.close(500, false);
+        throw err;
+      },
+    );
+  }
   return function miniprofMiddleware(c, next) {
     if ((c as Marked)[PROFILED] === true) return next();
     const dev = decide(cfg, c, cookieOf);
-    if (dev === null) return next();
-    if (dev instanceof Promise) return dev.then((d) => (d === null ? next() : developer(cfg, c, next, d)));
+    if (dev === null) return other(c, next);
+    if (dev instanceof Promise) return dev.then((d) => (d === null ? other(c, next) : developer(cfg, c, next, d)));
     return developer(cfg, c, next, dev);
   };
 }

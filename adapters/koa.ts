@@ -4,7 +4,7 @@ import onHeaders from 'on-headers';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { sealOnClose } from '../src/http/node.js';
+import { captureNode, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
@@ -38,7 +38,7 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
   const url = ctx.originalUrl;
   if (cfg.results !== null && underBase(cfg.results, url)) {
     // `ctx.secure` is Koa's: it also believes X-Forwarded-Proto when the app set `app.proxy`.
-    const r = await serveResults(cfg.results, dev, ctx.method, url, ctx.secure, onError).catch((err: unknown) => (report(onError, err), null));
+    const r = await serveResults(cfg.results, dev, ctx.method, url, ctx.secure, onError, ctx.req.headers).catch((err: unknown) => (report(onError, err), null));
     if (r === null) return next();
     ctx.status = r.status;
     ctx.set(r.headers);
@@ -72,20 +72,35 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
  *
  * For a developer's request `await next()` runs inside a profile; afterwards a whole HTML
  * `ctx.body` gets the comment, and the head Koa writes gets `Server-Timing` and the cache headers.
- * For anyone else it calls `next()` and touches nothing.
+ * For anyone else it calls `next()` and touches nothing; with `capture` on, a sampled request runs
+ * inside a profile and its response is still left as the app made it.
  *
  * @example
  * import { miniprof } from 'miniprof/koa';
  * app.use(miniprof({ isDeveloper: (ctx) => ctx.state.user?.admin === true }));
  */
 export function miniprof(options?: MiniprofOptions<Ctx>): Koa.Middleware {
-  const cfg = resolveHttp<Ctx>(options, 'miniprof/koa', (ctx) => ctx.req.socket?.remoteAddress);
-  if (cfg.isDeveloper === null) return (_ctx, next) => next();
+  const cfg = resolveHttp<Ctx>(
+    options,
+    'miniprof/koa',
+    (ctx) => ctx.req.socket?.remoteAddress,
+    [],
+    (ctx) => ctx.req.headers,
+    (ctx) => ctx.secure,
+  );
+  if (cfg.isDeveloper === null && cfg.capture === null) return (_ctx, next) => next();
+  /** Not a developer's: the app alone, or now and then a captured profile of it. */
+  function other(ctx: Ctx, next: Koa.Next): Promise<unknown> {
+    const p = cfg.capture === null ? null : captureNode(cfg as HttpConfig<never>, ctx.req, ctx.res, ctx.originalUrl, ctx);
+    if (p === null) return next();
+    (ctx as Marked)[PROFILED] = true;
+    return runInProfile(p.profile, next);
+  }
   return function miniprofMiddleware(ctx, next) {
     if ((ctx as Marked)[PROFILED] === true) return next();
     const dev = decide(cfg, ctx, cookieOf);
-    if (dev === null) return next();
-    if (dev instanceof Promise) return dev.then((d) => (d === null ? next() : developer(cfg, ctx, next, d)));
+    if (dev === null) return other(ctx, next);
+    if (dev instanceof Promise) return dev.then((d) => (d === null ? other(ctx, next) : developer(cfg, ctx, next, d)));
     return developer(cfg, ctx, next, dev);
   };
 }

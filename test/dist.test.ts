@@ -255,7 +255,11 @@ const ask = async (server) => {
   const res = await fetch('http://127.0.0.1:' + server.address().port + '/');
   const body = await res.text();
   server.close();
-  return [res.headers.get('server-timing'), body.includes('<!--\\nci at 2026-11-29T12:00:00.000Z') && body.endsWith('--></body></html>')];
+  // The badge is on by default: its tag after the comment, and the profile's id in Server-Timing and in the tag.
+  const timing = res.headers.get('server-timing');
+  const id = /miniprof;desc="([0-9a-f-]{36})"/.exec(timing)?.[1];
+  const tag = /--><script src="\\/_miniprof\\/badge\\.js\\?v=[\\w-]+" data-position="bottom-right" defer data-id="([0-9a-f-]{36})"><\\/script><\\/body><\\/html>$/.exec(body);
+  return [timing.replace(id, 'ID'), body.includes('<!--\\nci at 2026-11-29T12:00:00.000Z') && tag !== null && tag[1] === id];
 };
 (async () => {
   const out = {};
@@ -306,7 +310,7 @@ const hono = require('miniprof/hono');
 const nodeHttp = require('miniprof/http');`),
     );
     const expected = Object.fromEntries(
-      ['koa', 'hono', 'wrap', 'connect', 'polka'].map((n) => [n, [`${n === 'wrap' || n === 'connect' || n === 'polka' ? 'node' : n};dur=0.0, total;dur=0.0`, true]]),
+      ['koa', 'hono', 'wrap', 'connect', 'polka'].map((n) => [n, [`${n === 'wrap' || n === 'connect' || n === 'polka' ? 'node' : n};dur=0.0, miniprof;desc="ID", total;dur=0.0`, true]]),
     );
     expect(JSON.parse(ok(esm))).toEqual(expected);
     expect(JSON.parse(ok(cjs))).toEqual(expected);

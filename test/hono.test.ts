@@ -13,9 +13,11 @@ import { miniprof } from '../adapters/hono.js';
 import { MAX_READ_BYTES } from '../src/http/fetch.js';
 import { openProfiles } from '../src/core/context.js';
 import { currentProfile, step, type Profile } from '../src/index.js';
+import { memoryStore } from '../src/results/memory-store.js';
+import { CAPTURE_OWNER } from '../src/results/store.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
 
-const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true };
+const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true, badge: false };
 const COMMENT = '<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET /page\n GET /page = 0.0ms\n> load = 0.0ms\n-->';
 
 afterEach(async () => {
@@ -150,6 +152,35 @@ describe('miniprof/hono', () => {
     plain.get('/page', (c) => c.html('<p>x</p>'));
     const r2 = await plain.request('/page');
     expect([await r2.text(), r2.headers.get('server-timing')]).toEqual(['<p>x</p>', null]);
+  });
+
+  it('app.request() with capture: a sampled request runs in a profile closed once as the Response is handed back, kept, and the Response is as with capture off', async () => {
+    const store = memoryStore();
+    const routes = (a: Hono, profiles: (Profile | undefined)[]) => {
+      a.get('/page', async (c) => {
+        profiles.push(currentProfile());
+        await step('load', async () => {});
+        return c.html('<html><body>x</body></html>', 200, { etag: '"v1"' });
+      });
+      a.get('/boom', () => {
+        throw new Error('boom');
+      });
+      a.onError((_err, c) => c.text('failed', 500));
+      return a;
+    };
+    const seen: (Profile | undefined)[] = [];
+    const off = routes(app({ ...fixed, isDeveloper: () => false }), []);
+    const on = routes(app({ ...fixed, isDeveloper: () => false, results: { store }, capture: { rate: 1, slowerThanMs: 0 } }), seen);
+    for (const [path, headers] of [['/page', {}], ['/page', { 'if-none-match': '"v1"' }], ['/boom', {}]] as const) {
+      const want = await off.request(path, { headers });
+      const got = await on.request(path, { headers });
+      expect([got.status, [...got.headers], await got.text()]).toEqual([want.status, [...want.headers], await want.text()]);
+      expect(openProfiles(), 'closed before the Response is handed back').toBe(0);
+    }
+    expect(seen.map((p) => p?.sealed)).toEqual([true, true]);
+    await waitFor(() => store.stats().count === 3, 3000, 'three captured profiles saved');
+    const list = await store.list(CAPTURE_OWNER, 10);
+    expect(list.map((x) => [x.path, x.status]).sort()).toEqual([['/boom', 500], ['/page', 200], ['/page', 200]]);
   });
 
   it('mounted on the app and on a routed sub-app: one profile, one comment', async () => {

@@ -56,7 +56,7 @@ afterEach(async () => {
   await waitFor(() => openProfiles() === 0, 3000, 'every profile closed');
 });
 
-const options = { isDeveloper: (req: { headers: Record<string, unknown> }) => req.headers['x-dev'] === '1', clock: () => 0, now: () => EPOCH, machine: 'web-1' };
+const options = { isDeveloper: (req: { headers: Record<string, unknown> }) => req.headers['x-dev'] === '1', clock: () => 0, now: () => EPOCH, machine: 'web-1', badge: false };
 
 type Platform = 'express' | 'fastify';
 

@@ -6,7 +6,10 @@
  */
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openProfiles } from '../../src/core/context.js';
 import { currentProfile, step, type Profile } from '../../src/index.js';
+import { memoryStore } from '../../src/results/memory-store.js';
+import { CAPTURE_OWNER } from '../../src/results/store.js';
 import { closeServers, raw, serve, waitFor, withoutDate, type RawResponse } from '../helpers/http.js';
 import { ADAPTERS, type Handler, type Reply, type Routes } from './apps.js';
 
@@ -69,6 +72,18 @@ const MATRIX_ROUTES: Routes = {
   '/304': route({ status: 304 }),
 };
 
+/** A sampled request this slow or slower is kept; every matrix route is far faster. */
+const SLOW_MS = 300;
+
+/** The matrix routes, and one that takes longer than SLOW_MS. */
+const CAPTURE_ROUTES: Routes = {
+  ...MATRIX_ROUTES,
+  '/slow': async (req) => {
+    await new Promise((resolve) => setTimeout(resolve, SLOW_MS + 50));
+    return route(html(PAGE))(req);
+  },
+};
+
 interface Row {
   path: string;
   method?: string;
@@ -95,17 +110,22 @@ function header(r: RawResponse, name: string): string | undefined {
 }
 
 /** Headers miniprof sets or may legitimately change (the framing may change with the length). */
-const OURS = new Set(['date', 'content-length', 'transfer-encoding', 'etag', 'cache-control', 'server-timing', 'x-miniprof-id', 'link']);
+const OURS = new Set(['date', 'content-length', 'transfer-encoding', 'etag', 'cache-control', 'vary', 'server-timing', 'x-miniprof-id', 'link']);
 
 describe.each(ADAPTERS)('$name', (adapter) => {
   let basePort = 0;
   let devPort = 0;
+  /** The same app with capture at rate 1 (every other request sampled) and the badge on. */
+  let capPort = 0;
+  const store = memoryStore();
   const reported: unknown[] = [];
 
   beforeAll(async () => {
     basePort = await serve(await adapter.listener(null, MATRIX_ROUTES));
     const options = { isDeveloper: adapter.byHeader('x-dev'), machine: 'web-1', onInternalError: (e: unknown) => reported.push(e) };
     devPort = await serve(await adapter.listener(options, MATRIX_ROUTES));
+    const capture = { rate: 1, slowerThanMs: SLOW_MS, maxPerMinute: 10_000 };
+    capPort = await serve(await adapter.listener({ ...options, results: { store }, capture, badge: true }, CAPTURE_ROUTES));
   });
   afterAll(async () => {
     await closeServers();
@@ -122,6 +142,22 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       const got = await raw(devPort, { method, path: row.path, headers: row.headers });
       expect(got.status).toBe(status);
       expect(withoutDate(got.bytes).toString('latin1')).toBe(withoutDate(want.bytes).toString('latin1'));
+    });
+
+    it(`E4 capture: sampled non-developer ${label}: byte-identical to capture off, run in a profile sealed once`, async () => {
+      const before = seen.length;
+      const want = await raw(devPort, { method, path: row.path, headers: row.headers });
+      expect(seen.length, 'capture off: no profile').toBe(before);
+      const got = await raw(capPort, { method, path: row.path, headers: row.headers });
+      // Conditionals are left alone: a sampled conditional request is answered 304 as without us.
+      expect(got.status).toBe(status);
+      expect(withoutDate(got.bytes).toString('latin1')).toBe(withoutDate(want.bytes).toString('latin1'));
+      await waitFor(() => seen.length > before && seen[seen.length - 1]!.profile.sealed, 3000, 'the captured profile sealed');
+      expect(seen.length).toBe(before + 1);
+      const s = seen[seen.length - 1]!;
+      expect(s.seals).toBe(1);
+      expect(s.profile.toJSON().request).toEqual({ method, path: row.path, status: got.status });
+      expect(reported).toEqual([]);
     });
 
     it(`C1 C6 C7 B6 A6: developer ${label}: ${row.body === 'comment' ? 'one comment more' : 'the same body'}, our headers, sealed once`, async () => {
@@ -147,6 +183,8 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       if (row.path === '/app-server-timing') expect(header(got, 'server-timing')).toMatch(/^app;dur=1.5, /);
       expect(header(got, 'cache-control')).toBe(row.path === '/no-transform' ? 'private, no-store, no-transform' : 'private, no-store');
       expect(got.headers.etag).toBeUndefined();
+      // No cache may match a developer's response to another request (RFC 9110 12.5.5).
+      expect(got.headers.vary).toEqual(['*']);
       for (const [name, values] of Object.entries(base.headers)) {
         if (!OURS.has(name)) expect(got.headers[name], name).toEqual(values);
       }
@@ -162,4 +200,39 @@ describe.each(ADAPTERS)('$name', (adapter) => {
       expect(reported).toEqual([]);
     });
   }
+
+  it('capture: a slow sampled request is kept (the fast ones are not) and listed at /_miniprof/captured', async () => {
+    await waitFor(() => openProfiles() === 0, 3000, 'earlier profiles closed');
+    const kept = (await store.list(CAPTURE_OWNER, 100)).length;
+    const r = await raw(capPort, { path: '/slow' });
+    expect(r.status).toBe(200);
+    expect(r.payload.toString()).toBe(PAGE);
+    expect(r.headers['server-timing']).toBeUndefined();
+    await waitFor(() => openProfiles() === 0, 3000, 'the captured profile closed');
+    const list = await store.list(CAPTURE_OWNER, 100);
+    expect(list.map((x) => x.path)).toEqual(['/slow']);
+    expect(kept).toBe(0);
+    expect(list[0]!.durationMs).toBeGreaterThanOrEqual(SLOW_MS);
+    const page = await raw(capPort, { path: '/_miniprof/captured', headers: { 'x-dev': '1' } });
+    expect(page.status).toBe(200);
+    expect(page.payload.toString()).toContain(`href="/_miniprof/captured/${list[0]!.id}"`);
+    const one = await raw(capPort, { path: `/_miniprof/captured/${list[0]!.id}.json`, headers: { 'x-dev': '1' } });
+    expect([one.status, (JSON.parse(one.payload.toString()) as { name: string }).name]).toEqual([200, 'GET /slow']);
+    expect(reported).toEqual([]);
+  });
+
+  it("badge on: a developer's page gets the badge's tag after the comment, and Server-Timing its id before total", async () => {
+    const base = await raw(basePort, { path: '/html' });
+    const got = await raw(capPort, { path: '/html', headers: { 'x-dev': '1' } });
+    const id = /(?:^|, )miniprof;desc="([0-9a-f-]{36})", total;dur=\d+\.\d$/.exec(header(got, 'server-timing') ?? '')?.[1];
+    expect(id, 'the id metric').toBeDefined();
+    const body = got.payload.toString('latin1');
+    const found = body.match(COMMENT) ?? [];
+    expect(found).toHaveLength(1);
+    const tag = new RegExp(`^<script src="/_miniprof/badge\\.js\\?v=[\\w-]+" data-position="bottom-right" defer data-id="${id}"></script>`);
+    const after = body.slice(body.indexOf(found[0]!) + found[0]!.length);
+    expect(after).toMatch(tag);
+    expect(body.replace(found[0]!, '').replace(tag.exec(after)![0], '')).toBe(base.payload.toString('latin1'));
+    expect(reported).toEqual([]);
+  });
 });

@@ -103,6 +103,17 @@ describe.each(ADAPTERS)('$name', (a) => {
     expect(profiles).toHaveLength(0);
   });
 
+  it("allowedHosts: the adapter hands the request's Host on; a listed Host is profiled, any other is the app alone", async () => {
+    // raw() sends `Host: 127.0.0.1:<port>`.
+    expect(profiled(await raw(await start(a, { ...dev, allowedHosts: ['127.0.0.1'] }), { path: '/page', headers: { 'x-dev': '1' } }))).toBe(true);
+    const base = await start(a, null);
+    const other = await start(a, { ...dev, allowedHosts: ['localhost'] });
+    const got = await raw(other, { path: '/page', headers: { 'x-dev': '1' } });
+    expect(withoutDate(got.bytes).toString('latin1')).toBe(withoutDate((await raw(base, { path: '/page', headers: { 'x-dev': '1' } })).bytes).toString('latin1'));
+    expect(profiles).toHaveLength(1);
+    expect(reports).toEqual([]);
+  });
+
   it('A2: NODE_ENV=production and no isDeveloper: the app alone, even for loopback', async () => {
     const env = process.env.NODE_ENV;
     process.env.NODE_ENV = 'production';
@@ -160,14 +171,24 @@ describe.each(ADAPTERS)('$name', (a) => {
     }
   });
 
-  it('opt-in: a developer gets a signed cookie at /_miniprof/opt-in; with it a request isDeveloper refuses is profiled', async () => {
+  it('opt-in: a developer POSTs /_miniprof/opt-in from the same origin and gets a signed cookie; with it a request isDeveloper refuses is profiled', async () => {
     const port = await start(a, { ...dev, secret: 'a'.repeat(32) });
-    const optIn = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } });
+    // A GET only shows the form: no cookie.
+    const form = await raw(port, { path: '/_miniprof/opt-in', headers: { 'x-dev': '1' } });
+    expect([form.status, form.headers['set-cookie']]).toEqual([200, undefined]);
+    // Another site's page cannot opt anyone in: the adapter hands the request's headers on.
+    const post = (headers: Record<string, string>) => raw(port, { method: 'POST', path: '/_miniprof/opt-in', headers: { 'x-dev': '1', ...headers }, body: '' });
+    const cross = await post({ Origin: 'https://evil.example' });
+    expect([cross.status, cross.headers['set-cookie']]).toEqual([403, undefined]);
+    const optIn = await post({ Origin: `http://127.0.0.1:${port}` });
     expect(optIn.status).toBe(303);
+    expect(optIn.headers.location).toEqual(['/_miniprof/']);
+    // Loopback: the adapter passed the Host on, so the cookie is the __Host- one.
+    expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=[^;]+; Path=\/; Max-Age=\d+; HttpOnly; SameSite=Strict; Secure$/);
     const cookie = optIn.headers['set-cookie']![0]!.split(';')[0]!;
-    expect(cookie).toMatch(/^miniprof=/);
+    expect((await post({ 'Sec-Fetch-Site': 'same-origin' })).status).toBe(303);
     expect(profiled(await raw(port, { path: '/page', headers: { Cookie: cookie } }))).toBe(true);
-    expect(profiled(await raw(port, { path: '/page', headers: { Cookie: 'miniprof=forged' } }))).toBe(false);
+    expect(profiled(await raw(port, { path: '/page', headers: { Cookie: '__Host-miniprof=forged' } }))).toBe(false);
     expect(profiles).toHaveLength(1);
   });
 
