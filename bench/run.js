@@ -92,6 +92,7 @@ const EXTRA_ROWS = [
   { id: 'ref', a: 'none', b: 'ref', what: 'the reference profiler, against no profiler' },
   { id: 'ref-dev', a: 'ref', b: 'dev', what: 'developer request, against the reference profiler' },
   { id: 'otel-dev', a: 'otel', b: 'dev', what: 'developer request, against OpenTelemetry spans with no processor (shows nothing)' },
+  { id: 'otel-proc', a: 'otel', b: 'otel-proc', what: 'an OpenTelemetry-traced non-developer request, with miniprof/otel\'s span processor registered against without' },
   { id: 'otel-view-dev', a: 'otel-view', b: 'dev', what: 'developer request, against OpenTelemetry rendering the same comment and header' },
   { id: 'otel-view-nostore', a: 'otel-view', b: 'dev-nostore', what: 'the same with the results store off (like for like)' },
   { id: 'floor', a: 'none', b: 'floor', what: 'the floor of a developer request (bench/http/floor.js), against no profiler' },

@@ -12,8 +12,8 @@ const [framework, config] = process.argv.slice(2);
 // requests sampled are profiled invisibly (and dropped, the page is fast), the rest are not.
 const CAPTURE = ['capture-0.001', 'capture-0.01', 'capture-0.1'];
 const CONFIGS = {
-  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
-  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
+  express: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-proc', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
+  fastify: ['none', 'hook', 'nondev', 'dev', 'dev-nostore', 'ref', 'otel', 'otel-proc', 'otel-view', 'spin10', 'floor', 'als', ...CAPTURE],
   // Koa, Hono and node:http: their non-developer request against the same app without them.
   koa: ['none', 'hook', 'nondev', 'dev'],
   hono: ['none', 'hook', 'nondev', 'dev'],
@@ -47,7 +47,7 @@ if (ours) {
   floor = await import('./floor.js');
   s = floor.floorStep;
   if (floor.floorOutputs) view = floor.floorView;
-} else if (config === 'otel' || config === 'otel-view') {
+} else if (config === 'otel' || config === 'otel-proc' || config === 'otel-view') {
   const api = await import('@opentelemetry/api');
   const { BasicTracerProvider } = await import('@opentelemetry/sdk-trace-base');
   const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
@@ -55,6 +55,11 @@ if (ours) {
   if (config === 'otel') {
     // The cheapest OTel setup there is: sampled spans, no processor, no exporter. It shows nothing.
     api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+  } else if (config === 'otel-proc') {
+    // The same, with miniprof/otel's span processor registered and nobody a developer: what the
+    // processor costs an OTel-traced request that is not profiled (one check per span).
+    const { MiniprofSpanProcessor } = await import(entry('otel'));
+    api.trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new MiniprofSpanProcessor()] }));
   } else {
     // The same page shown as miniprof shows it: spans kept per request, rendered into the response.
     const c = otelCollector(api);
@@ -81,7 +86,9 @@ function counterClock() {
 }
 // `nondev`: a developer is a request with the bench's developer header (none of the load's
 // requests; the one the mixed-traffic rows keep in flight). `dev`, `dev-nostore`: every request.
-const isDeveloper = config === 'nondev' ? (req) => req.headers[DEVELOPER_HEADER] === '1' : () => true;
+// Hono hands isDeveloper its context, whose Node request is `c.env.incoming`.
+const headersOf = (req) => req.headers ?? req.env?.incoming?.headers ?? {};
+const isDeveloper = config === 'nondev' ? (req) => headersOf(req)[DEVELOPER_HEADER] === '1' : () => true;
 const miniprofOptions = {
   // capture-<rate>: nobody is a developer; capture samples that share of the requests. The
   // maxPerMinute is high enough never to stop the sampling: the bench's page is never slow, so
