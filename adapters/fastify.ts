@@ -54,7 +54,7 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
   // The client left while an async isDeveloper was answering: 'close' has fired already, so
   // nothing would seal a profile opened now.
   if (reply.raw.destroyed) return next();
-  const p = openProfile(cfg as HttpConfig<never>, raw.method, raw.url, dev.owner, raw.headers);
+  const p = openProfile(cfg as HttpConfig<never>, raw.method, raw.url, dev.owner, raw.headers, request);
   if (p === null) return next();
   hookReply(p, request, reply);
   runInProfile(p.profile, next);

@@ -142,7 +142,7 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
     // The client left while an async isDeveloper (or a middleware before us) was busy: 'close'
     // has fired already, and nothing would seal a profile opened now.
     if (res.destroyed) return next();
-    const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers);
+    const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers, req);
     if (p === null) return next();
     (res as Marked)[PROFILED] = true;
     hookResponse(p, req, res);

@@ -64,6 +64,8 @@ export class ProfiledResponse implements Expiring {
   private readonly owner: string | undefined;
   /** Set for a captured request: nothing of ours reaches its response. */
   private readonly captured: Captured | null;
+  /** The developer's request as the app knows it (what `isDeveloper` was given), for `badge.nonce`. */
+  private readonly req: unknown;
   /** @internal Set by watch(). */
   deadlineAt = 0;
   /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
@@ -71,10 +73,11 @@ export class ProfiledResponse implements Expiring {
   /** @internal */
   nextLink: Linked | null = null;
 
-  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string, captured: Captured | null = null) {
+  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string, captured: Captured | null = null, req?: unknown) {
     this.cfg = cfg;
     this.owner = owner;
     this.captured = captured;
+    this.req = req;
     this.method = method ?? 'GET';
     const core = captured === null ? cfg.core : cfg.capture!.core;
     const path = toText(pathOf(url), core.maxNameLength);
@@ -114,7 +117,7 @@ export class ProfiledResponse implements Expiring {
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
       // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
-      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, h, this.cfg.core.onInternalError);
+      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, this.req, h, this.cfg.core.onInternalError);
       return this.comment(body as Body, mode, tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
@@ -269,11 +272,12 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
 
 /**
  * Open a developer request's profile, or null when setting up failed (the fault is reported and
- * the request goes on unprofiled: setting up is the profiler's business, not the app's).
+ * the request goes on unprofiled: setting up is the profiler's business, not the app's). `req` is
+ * the request as the app knows it (what `isDeveloper` was given), for `badge.nonce`.
  */
-export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>): ProfiledResponse | null {
+export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>, req: unknown): ProfiledResponse | null {
   try {
-    const p = new ProfiledResponse(cfg, method, url, owner);
+    const p = new ProfiledResponse(cfg, method, url, owner, null, req);
     stripConditionals(headers);
     return p;
   } catch (err) {
