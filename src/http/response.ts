@@ -29,9 +29,8 @@ function pathOf(url: string | undefined): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/** What a captured request keeps until it closes: its request, for `captureLabel`. */
+/** What a captured request keeps until it closes. */
 interface Captured {
-  readonly req: unknown;
   /** Still counted among the capture's open requests. */
   open: boolean;
 }
@@ -64,7 +63,7 @@ export class ProfiledResponse implements Expiring {
   private readonly owner: string | undefined;
   /** Set for a captured request: nothing of ours reaches its response. */
   private readonly captured: Captured | null;
-  /** The developer's request as the app knows it (what `isDeveloper` was given), for `badge.nonce`. */
+  /** The request as the app knows it (what `isDeveloper` was given): for `badge.nonce` and `captureLabel`. */
   private readonly req: unknown;
   /** @internal Set by watch(). */
   deadlineAt = 0;
@@ -220,7 +219,7 @@ export class ProfiledResponse implements Expiring {
     if (!captureDone(c, json)) return;
     announceSealed(this.profile);
     let bound = this.profile.jsonBound();
-    const label = labelOf(c, this.captured!.req);
+    const label = labelOf(c, this.req);
     if (label !== undefined && json.request !== undefined) {
       // Asked for only now, of the kept ones: the app's middleware has run (a session's user is
       // known), and a dropped request never calls it. Each UTF-16 unit is at most 6 bytes of JSON.
@@ -262,7 +261,7 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
   const c = cfg.capture;
   if (c === null || !sampledNow(c)) return null;
   try {
-    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { req, open: true });
+    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
   } catch (err) {
     c.open--;
     report(cfg.core.onInternalError, err);
