@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
-import { developerMiddleware, type NodeMiddleware } from '../src/http/node.js';
+import { developerMiddleware, encrypted, type NodeMiddleware } from '../src/http/node.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -20,7 +20,7 @@ export type { MiniprofOptions } from '../src/http/config.js';
  * app.use(miniprof({ isDeveloper: (req) => req.headers['x-dev'] === process.env.DEV_TOKEN }));
  */
 export function miniprof<R extends IncomingMessage = IncomingMessage>(options?: MiniprofOptions<R>): NodeMiddleware<R> {
-  return developerMiddleware(resolveHttp<R>(options, 'miniprof/http', (req) => req.socket?.remoteAddress));
+  return developerMiddleware(resolveHttp<R>(options, 'miniprof/http', (req) => req.socket?.remoteAddress, [], undefined, encrypted));
 }
 
 /**

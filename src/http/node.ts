@@ -108,18 +108,18 @@ function cookieOf(req: IncomingMessage): unknown {
 }
 
 /** HTTPS as seen on the socket: no proxy header is believed. */
-function encrypted(req: IncomingMessage): boolean {
+export function encrypted(req: IncomingMessage): boolean {
   return (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
 }
 
 /**
  * The whole connect-style middleware for `node:http` responses: decide, serve the results pages,
  * or profile the rest of the chain. For anyone but a developer it calls `next()` and nothing
- * else. `secure` says whether the request came over HTTPS (for the opt-in cookie's `Secure`).
+ * else. Whether the request came over HTTPS (for the opt-in cookie's `Secure`) is `cfg.https`.
  * The URL is `req.originalUrl` where the framework keeps one (Express, connect and polka rewrite
  * `req.url` under a mount path), else `req.url`.
  */
-export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, secure: (req: Req) => boolean = encrypted): NodeMiddleware<Req> {
+export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>): NodeMiddleware<Req> {
   const capture = cfg.capture !== null;
   if (cfg.isDeveloper === null && !capture) return (_req, _res, next) => next();
   const onError = cfg.core.onInternalError;
@@ -134,7 +134,7 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
     if (cfg.results !== null && underBase(cfg.results, url)) {
-      serveResults(cfg.results, dev, req.method, url!, secure(req), onError, req.headers)
+      serveResults(cfg.results, dev, req.method, url!, cfg.https(req), onError, req.headers)
         .then((r) => (r === null ? next() : writeReply(res, r)), (err: unknown) => (report(onError, err), next()))
         .catch((err: unknown) => report(onError, err));
       return;
