@@ -75,7 +75,7 @@ function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: Hoo
  */
 function answer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
   const onError = cfg.core.onInternalError;
-  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, request.protocol === 'https', onError, request.raw.headers)
+  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, cfg.https(request), onError, request.raw.headers)
     .then((r) => (r === null ? next() : reply.code(r.status).headers(r.headers).send(r.body)), (err: unknown) => (report(onError, err), next()))
     .catch((err: unknown) => report(onError, err));
 }
