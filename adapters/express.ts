@@ -12,7 +12,8 @@ type Req = IncomingMessage & { originalUrl?: string; secure?: boolean };
  *
  * For a developer's request it runs the rest of the chain inside a profile, adds the HTML
  * comment to a whole HTML body, and sets `Server-Timing`, through wrappers on that request's own
- * `res`. For anyone else it calls `next()` and touches nothing.
+ * `res`. For anyone else it calls `next()` and touches nothing; with `capture` on, a sampled request runs
+ * inside a profile and its response is still left as the app made it.
  *
  * @example
  * import { miniprof } from 'miniprof/express';

@@ -115,7 +115,8 @@ export function encrypted(req: IncomingMessage): boolean {
 /**
  * The whole connect-style middleware for `node:http` responses: decide, serve the results pages,
  * or profile the rest of the chain. For anyone but a developer it calls `next()` and nothing
- * else. Whether the request came over HTTPS (for the opt-in cookie's `Secure`) is `cfg.https`.
+ * else, unless capture samples the request (then `next()` runs in a profile the response never
+ * shows: see captureNode). Whether the request came over HTTPS (for the opt-in cookie's `Secure`) is `cfg.https`.
  * The URL is `req.originalUrl` where the framework keeps one (Express, connect and polka rewrite
  * `req.url` under a mount path), else `req.url`.
  */
