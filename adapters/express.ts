@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
-import { developerMiddleware, type NodeMiddleware } from '../src/http/node.js';
+import { developerMiddleware, encrypted, type NodeMiddleware } from '../src/http/node.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -12,7 +12,8 @@ type Req = IncomingMessage & { originalUrl?: string; secure?: boolean };
  *
  * For a developer's request it runs the rest of the chain inside a profile, adds the HTML
  * comment to a whole HTML body, and sets `Server-Timing`, through wrappers on that request's own
- * `res`. For anyone else it calls `next()` and touches nothing.
+ * `res`. For anyone else it calls `next()` and touches nothing; with `capture` on, a sampled request runs
+ * inside a profile and its response is still left as the app made it.
  *
  * @example
  * import { miniprof } from 'miniprof/express';
@@ -20,9 +21,9 @@ type Req = IncomingMessage & { originalUrl?: string; secure?: boolean };
  */
 export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): NodeMiddleware<R> {
   // Generic so `isDeveloper: (req: express.Request) => …` type-checks without this file importing express.
-  const cfg = resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress);
   // `req.secure` is Express's: it also believes X-Forwarded-Proto when the app set `trust proxy`.
-  return developerMiddleware(cfg, (req) => req.secure === true || (req.socket as { encrypted?: boolean }).encrypted === true);
+  const https = (req: R) => req.secure === true || encrypted(req);
+  return developerMiddleware(resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress, [], undefined, https));
 }
 
 export default miniprof;

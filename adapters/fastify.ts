@@ -54,7 +54,7 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
   // The client left while an async isDeveloper was answering: 'close' has fired already, so
   // nothing would seal a profile opened now.
   if (reply.raw.destroyed) return next();
-  const p = openProfile(cfg as HttpConfig<never>, raw.method, raw.url, dev.owner, raw.headers);
+  const p = openProfile(cfg as HttpConfig<never>, raw.method, raw.url, dev.owner, raw.headers, request);
   if (p === null) return next();
   hookReply(p, request, reply);
   runInProfile(p.profile, next);
@@ -75,7 +75,7 @@ function other(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: Hoo
  */
 function answer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, dev: Developer): void {
   const onError = cfg.core.onInternalError;
-  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, request.protocol === 'https', onError, request.raw.headers)
+  serveResults(cfg.results!, dev, request.raw.method, request.raw.url!, cfg.https(request), onError, request.raw.headers)
     .then((r) => (r === null ? next() : reply.code(r.status).headers(r.headers).send(r.body)), (err: unknown) => (report(onError, err), next()))
     .catch((err: unknown) => report(onError, err));
 }

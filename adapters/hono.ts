@@ -73,7 +73,7 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   // The client left while an async isDeveloper was answering: 'close' has fired already, and
   // nothing would seal a profile opened now.
   if (out?.destroyed === true) return next();
-  const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, {});
+  const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, {}, c);
   if (p === null) return next();
   (c as Marked)[PROFILED] = true;
   try {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
-import { developerMiddleware, type NodeMiddleware } from '../src/http/node.js';
+import { developerMiddleware, encrypted, type NodeMiddleware } from '../src/http/node.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -11,7 +11,8 @@ export type { MiniprofOptions } from '../src/http/config.js';
  *
  * For a developer's request it runs the rest of the chain inside a profile, adds the HTML comment
  * to a whole HTML body and sets `Server-Timing`, through wrappers on that request's own `res`.
- * For anyone else it calls `next()` and touches nothing.
+ * For anyone else it calls `next()` and touches nothing; with `capture` on, a sampled request runs
+ * inside a profile and its response is still left as the app made it.
  *
  * @example
  * import connect from 'connect';
@@ -20,7 +21,7 @@ export type { MiniprofOptions } from '../src/http/config.js';
  * app.use(miniprof({ isDeveloper: (req) => req.headers['x-dev'] === process.env.DEV_TOKEN }));
  */
 export function miniprof<R extends IncomingMessage = IncomingMessage>(options?: MiniprofOptions<R>): NodeMiddleware<R> {
-  return developerMiddleware(resolveHttp<R>(options, 'miniprof/http', (req) => req.socket?.remoteAddress));
+  return developerMiddleware(resolveHttp<R>(options, 'miniprof/http', (req) => req.socket?.remoteAddress, [], undefined, encrypted));
 }
 
 /**

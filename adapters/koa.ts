@@ -48,7 +48,7 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
   // The client left while an async isDeveloper was answering: 'close' has fired already, and
   // nothing would seal a profile opened now.
   if (ctx.res.destroyed) return next();
-  const p = openProfile(cfg as HttpConfig<never>, ctx.method, url, dev.owner, ctx.req.headers);
+  const p = openProfile(cfg as HttpConfig<never>, ctx.method, url, dev.owner, ctx.req.headers, ctx);
   if (p === null) return next();
   (ctx as Marked)[PROFILED] = true;
   // Koa writes the head after the chain returns, or the app does on `ctx.res` (`ctx.respond =

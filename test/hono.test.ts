@@ -13,6 +13,7 @@ import { miniprof } from '../adapters/hono.js';
 import { MAX_READ_BYTES } from '../src/http/fetch.js';
 import { openProfiles } from '../src/core/context.js';
 import { currentProfile, step, type Profile } from '../src/index.js';
+import { BADGE_VERSION } from '../src/results/badge.js';
 import { memoryStore } from '../src/results/memory-store.js';
 import { CAPTURE_OWNER } from '../src/results/store.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
@@ -194,5 +195,23 @@ describe('miniprof/hono', () => {
     const r = await raw(await serve(getRequestListener(a.fetch)), { path: '/page' });
     expect(r.payload.toString()).toBe(`<html><body>x${COMMENT}</body></html>`);
     expect(r.headers['server-timing']).toEqual(['load;dur=0.0, total;dur=0.0']);
+  });
+
+  it("badge.nonce is given Hono's context, as isDeveloper is (secureHeaders keeps its nonce there); the tag carries it", async () => {
+    const faults: unknown[] = [];
+    const a = app({
+      ...fixed,
+      onInternalError: (err: unknown) => faults.push(err),
+      badge: { nonce: (c: { get(key: string): unknown }) => (c.get('nonce') as string | undefined) ?? 'aG9ubw' },
+    });
+    a.get('/page', async (c) => {
+      await step('load', async () => {});
+      return c.html('<html><body>x</body></html>');
+    });
+    const r = await raw(await serve(getRequestListener(a.fetch)), { path: '/page' });
+    const id = r.headers['x-miniprof-id']![0]!;
+    const tag = `<script src="/_miniprof/badge.js?v=${BADGE_VERSION}" data-position="bottom-right" defer data-id="${id}" nonce="aG9ubw"></script>`;
+    expect(r.payload.toString()).toBe(`<html><body>x${COMMENT}${tag}</body></html>`);
+    expect(faults).toEqual([]);
   });
 });

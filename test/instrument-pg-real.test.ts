@@ -46,6 +46,31 @@ describe('instrumentPg against a real PostgreSQL (Debian package) with pg 8', ()
     expect(text).not.toContain('42');
   });
 
+  test('a query config with its own callback, used again: the app\'s object keeps its callback, each call is timed once', async () => {
+    const seen: unknown[] = [];
+    const cb = (err: Error | null, res: pg.QueryResult) => seen.push(err ?? res.rows[0]);
+    const config = { text: 'select 7 as n', callback: cb } as unknown as pg.QueryConfig;
+    const { profile } = await withProfile('job', async () => {
+      // A Client calls `config.callback` (pg-pool's own `query` passes a callback of its own).
+      const client = await pool.connect();
+      try {
+        for (let i = 0; i < 2; i++) {
+          await new Promise<void>((resolve) => {
+            client.query(config);
+            const wait = () => (seen.length > i ? resolve() : setTimeout(wait, 5));
+            wait();
+          });
+        }
+      } finally {
+        client.release();
+      }
+    });
+    expect(seen).toEqual([{ n: 7 }, { n: 7 }]);
+    expect((config as { callback?: unknown }).callback).toBe(cb);
+    expect(sql(profile).map((c) => c.command)).toEqual(['select ? as n', 'select ? as n']);
+    expect(sql(profile).every((c) => c.durationMs >= 0 && c.error === undefined)).toBe(true);
+  });
+
   test('N+1 over $1 parameters: similar always, duplicate only when the values repeat', async () => {
     const { profile } = await withProfile('job', async () => {
       for (const id of [1, 2, 1]) await pool.query('select $1::int + 1 as next', [id]);

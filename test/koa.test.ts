@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { miniprof } from '../adapters/koa.js';
 import { openProfiles } from '../src/core/context.js';
 import { currentProfile, step } from '../src/index.js';
+import { BADGE_VERSION } from '../src/results/badge.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
 
 const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true, badge: false };
@@ -111,5 +112,31 @@ describe.each([
     expect(r.payload.toString()).toBe(`<html><body>x${comment([])}</body></html>`);
     expect(r.headers['server-timing']).toEqual(['total;dur=0.0']);
     expect(profiles).toBe(1);
+  });
+
+  it('badge.nonce is given the Koa context, as isDeveloper is (ctx.state holds the nonce); the tag carries it', async () => {
+    const faults: unknown[] = [];
+    const port = await start(
+      (app) => {
+        app.use((ctx) => {
+          ctx.body = '<html><body>x</body></html>';
+        });
+      },
+      {
+        ...fixed,
+        onInternalError: (err: unknown) => faults.push(err),
+        badge: {
+          nonce: (ctx: Koa3.Context) => {
+            ctx.state.asked = true;
+            return ctx.state.nonce ?? 'a29h';
+          },
+        },
+      },
+    );
+    const r = await raw(port, { path: '/page' });
+    const id = r.headers['x-miniprof-id']![0]!;
+    const tag = `<script src="/_miniprof/badge.js?v=${BADGE_VERSION}" data-position="bottom-right" defer data-id="${id}" nonce="a29h"></script>`;
+    expect(r.payload.toString()).toBe(`<html><body>x${comment([])}${tag}</body></html>`);
+    expect(faults).toEqual([]);
   });
 });

@@ -32,10 +32,9 @@ export function openProfiles(): number {
 /**
  * The store of this async context (the step new steps go under), or undefined outside a profile.
  * While no profile is open anywhere in the process there is none to find, so `getStore()` is not
- * called. This keeps `step()` outside a profile at the cost of a direct call on Node 24 (the
- * "step() off" bench row): there, once any ALS has been entered, `getStore()` reads the async
- * context frame, several times the cost of the count check. A profile sealed by hand, without
- * closeProfile, keeps the count up: that only costs the lookup.
+ * called: on Node 24, once any AsyncLocalStorage has been entered, `getStore()` reads the async
+ * context frame, and everyone's `step()` would pay for it after one developer's visit. A profile
+ * sealed by hand, without closeProfile, keeps the count up: that only costs the lookup.
  */
 export function currentScope(): TimingNode<Profile> | undefined {
   return open === 0 ? undefined : als.getStore();
@@ -84,8 +83,8 @@ export function announceSealed(profile: Profile): void {
 
 /**
  * How long the hooks stay on after the last profile closed, at least (at most twice this).
- * Toggling them costs 5-9 us each way on Node 20, and requests that come one after another
- * would pay it twice per request; a profile opened within the grace finds them still on. The
+ * Toggling them is not free, and requests that come one after another would pay it twice per
+ * request; a profile opened within the grace finds them still on. The
  * await tax on others lasts at most twice this long after a developer's last request.
  */
 export const RELEASE_GRACE_MS = 20;

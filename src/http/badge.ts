@@ -16,7 +16,7 @@ export interface BadgeOptions<Req = any, Res = any> {
   position?: BadgePosition;
   /**
    * The CSP nonce for the script tag, for this request: Express passes `(req, res)`, Fastify
-   * `(request, reply)`. Return undefined for none. Default: `res.locals.cspNonce` (Express,
+   * `(request, reply)`, Koa `(ctx, ctx.res)`, Hono `(c, headers)`: first what `isDeveloper` is given. Return undefined for none. Default: `res.locals.cspNonce` (Express,
    * helmet's documented pattern), then `reply.cspNonce.script` (`@fastify/helmet` with
    * `enableCSPNonces`). A value that is not base64 (or base64url) is never written: the badge is
    * left out of that page and the fault goes to `onInternalError`.
@@ -71,14 +71,16 @@ function config(basePath: string, position: string, nonce: BadgeConfig['nonce'])
 const NONCE = /^[A-Za-z0-9+/_-]{1,512}={0,2}$/;
 
 /**
- * The tag for one page: `id` is the profile's (a UUID), `h` the adapter's response object
- * (Express's `res`, Fastify's `reply`), where the app's nonce is looked up. Returns '' (and
- * reports why) when the app's nonce cannot be used: a tag without it would only be blocked.
+ * The tag for one page: `id` is the profile's (a UUID), `req` the request as the app knows it
+ * (what `isDeveloper` is given: Express's `req`, Fastify's `request`, Koa's `ctx`, Hono's `c`),
+ * `h` the adapter's response object (Express's `res`, Fastify's `reply`), where the app's nonce
+ * is looked up. Returns '' (and reports why) when the app's nonce cannot be used: a tag without
+ * it would only be blocked.
  */
-export function badgeTag(b: BadgeConfig, id: string, h: unknown, onInternalError: InternalErrorHandler): string {
+export function badgeTag(b: BadgeConfig, id: string, req: unknown, h: unknown, onInternalError: InternalErrorHandler): string {
   let nonce: unknown;
   try {
-    nonce = b.nonce === null ? defaultNonce(h) : b.nonce(requestOf(h), h);
+    nonce = b.nonce === null ? defaultNonce(h) : b.nonce(req, h);
   } catch (err) {
     report(onInternalError, err);
     return '';
@@ -99,10 +101,4 @@ function defaultNonce(h: unknown): unknown {
   if (locals !== undefined && locals !== null && locals.cspNonce !== undefined) return locals.cspNonce;
   const fastify = r.cspNonce;
   return fastify !== undefined && fastify !== null && typeof fastify === 'object' ? fastify.script : undefined;
-}
-
-/** The request beside `h`: Fastify's `reply.request`, Express's (and Node's) `res.req`. */
-function requestOf(h: unknown): unknown {
-  const r = h as { request?: unknown; req?: unknown };
-  return r.request ?? r.req;
 }

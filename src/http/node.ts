@@ -108,18 +108,19 @@ function cookieOf(req: IncomingMessage): unknown {
 }
 
 /** HTTPS as seen on the socket: no proxy header is believed. */
-function encrypted(req: IncomingMessage): boolean {
+export function encrypted(req: IncomingMessage): boolean {
   return (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
 }
 
 /**
  * The whole connect-style middleware for `node:http` responses: decide, serve the results pages,
  * or profile the rest of the chain. For anyone but a developer it calls `next()` and nothing
- * else. `secure` says whether the request came over HTTPS (for the opt-in cookie's `Secure`).
+ * else, unless capture samples the request (then `next()` runs in a profile the response never
+ * shows: see captureNode). Whether the request came over HTTPS (for the opt-in cookie's `Secure`) is `cfg.https`.
  * The URL is `req.originalUrl` where the framework keeps one (Express, connect and polka rewrite
  * `req.url` under a mount path), else `req.url`.
  */
-export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, secure: (req: Req) => boolean = encrypted): NodeMiddleware<Req> {
+export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>): NodeMiddleware<Req> {
   const capture = cfg.capture !== null;
   if (cfg.isDeveloper === null && !capture) return (_req, _res, next) => next();
   const onError = cfg.core.onInternalError;
@@ -134,7 +135,7 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
     if (cfg.results !== null && underBase(cfg.results, url)) {
-      serveResults(cfg.results, dev, req.method, url!, secure(req), onError, req.headers)
+      serveResults(cfg.results, dev, req.method, url!, cfg.https(req), onError, req.headers)
         .then((r) => (r === null ? next() : writeReply(res, r)), (err: unknown) => (report(onError, err), next()))
         .catch((err: unknown) => report(onError, err));
       return;
@@ -142,7 +143,7 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
     // The client left while an async isDeveloper (or a middleware before us) was busy: 'close'
     // has fired already, and nothing would seal a profile opened now.
     if (res.destroyed) return next();
-    const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers);
+    const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers, req);
     if (p === null) return next();
     (res as Marked)[PROFILED] = true;
     hookResponse(p, req, res);

@@ -29,9 +29,8 @@ function pathOf(url: string | undefined): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-/** What a captured request keeps until it closes: its request, for `captureLabel`. */
+/** What a captured request keeps until it closes. */
 interface Captured {
-  readonly req: unknown;
   /** Still counted among the capture's open requests. */
   open: boolean;
 }
@@ -64,6 +63,8 @@ export class ProfiledResponse implements Expiring {
   private readonly owner: string | undefined;
   /** Set for a captured request: nothing of ours reaches its response. */
   private readonly captured: Captured | null;
+  /** The request as the app knows it (what `isDeveloper` was given): for `badge.nonce` and `captureLabel`. */
+  private readonly req: unknown;
   /** @internal Set by watch(). */
   deadlineAt = 0;
   /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
@@ -71,10 +72,11 @@ export class ProfiledResponse implements Expiring {
   /** @internal */
   nextLink: Linked | null = null;
 
-  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string, captured: Captured | null = null) {
+  constructor(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner?: string, captured: Captured | null = null, req?: unknown) {
     this.cfg = cfg;
     this.owner = owner;
     this.captured = captured;
+    this.req = req;
     this.method = method ?? 'GET';
     const core = captured === null ? cfg.core : cfg.capture!.core;
     const path = toText(pathOf(url), core.maxNameLength);
@@ -114,7 +116,7 @@ export class ProfiledResponse implements Expiring {
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
       // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
-      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, h, this.cfg.core.onInternalError);
+      const tag = badge === null ? '' : badgeTag(badge, this.profile.id, this.req, h, this.cfg.core.onInternalError);
       return this.comment(body as Body, mode, tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
@@ -217,7 +219,7 @@ export class ProfiledResponse implements Expiring {
     if (!captureDone(c, json)) return;
     announceSealed(this.profile);
     let bound = this.profile.jsonBound();
-    const label = labelOf(c, this.captured!.req);
+    const label = labelOf(c, this.req);
     if (label !== undefined && json.request !== undefined) {
       // Asked for only now, of the kept ones: the app's middleware has run (a session's user is
       // known), and a dropped request never calls it. Each UTF-16 unit is at most 6 bytes of JSON.
@@ -259,7 +261,7 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
   const c = cfg.capture;
   if (c === null || !sampledNow(c)) return null;
   try {
-    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { req, open: true });
+    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
   } catch (err) {
     c.open--;
     report(cfg.core.onInternalError, err);
@@ -269,11 +271,12 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
 
 /**
  * Open a developer request's profile, or null when setting up failed (the fault is reported and
- * the request goes on unprofiled: setting up is the profiler's business, not the app's).
+ * the request goes on unprofiled: setting up is the profiler's business, not the app's). `req` is
+ * the request as the app knows it (what `isDeveloper` was given), for `badge.nonce`.
  */
-export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>): ProfiledResponse | null {
+export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>, req: unknown): ProfiledResponse | null {
   try {
-    const p = new ProfiledResponse(cfg, method, url, owner);
+    const p = new ProfiledResponse(cfg, method, url, owner, null, req);
     stripConditionals(headers);
     return p;
   } catch (err) {

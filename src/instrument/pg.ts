@@ -143,10 +143,14 @@ function timed(call: OpenCall, query: (...a: unknown[]) => unknown, self: unknow
       };
     } else if (first !== null && typeof first === 'object' && typeof first.callback === 'function') {
       const cb = first.callback as (...a: unknown[]) => unknown;
-      first.callback = function (this: unknown, err: unknown, ...rest: unknown[]) {
+      // The app's config object is its own (it may send it again): pg is given one that reads
+      // everything from it but the callback.
+      const config = Object.create(first) as { callback?: unknown };
+      config.callback = function (this: unknown, err: unknown, ...rest: unknown[]) {
         closeCall(call, err !== null && err !== undefined);
         return cb.call(this, err, ...rest);
       };
+      args[0] = config;
     }
   }
   let r: unknown;
