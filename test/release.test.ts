@@ -1,6 +1,6 @@
 import { describe, expect, test, vi } from 'vitest';
 import { currentProfile, step, withProfile } from '../src/index.js';
-import { als, openProfiles, RELEASE_GRACE_MS } from '../src/core/context.js';
+import { als, openProfiles, RELEASE_GRACE_MS, usesContextFrame } from '../src/core/context.js';
 import { sleep } from './helpers/clock.js';
 
 /**
@@ -10,6 +10,21 @@ import { sleep } from './helpers/clock.js';
  */
 const releases = typeof (als as unknown as { _enable?: unknown })._enable === 'function';
 const enabled = (): boolean => (als as unknown as { enabled: boolean }).enabled;
+
+describe('which AsyncLocalStorage runs, as Node documents it', () => {
+  test('AsyncContextFrame by default from Node 24 (unless --no-async-context-frame), behind a flag before', () => {
+    expect(usesContextFrame(20, '')).toBe(false);
+    expect(usesContextFrame(22, '')).toBe(false);
+    expect(usesContextFrame(22, ' --experimental-async-context-frame')).toBe(true);
+    expect(usesContextFrame(24, '')).toBe(true);
+    expect(usesContextFrame(26, '--no-async-context-frame ')).toBe(false);
+  });
+
+  test('the rule agrees with the implementation this Node runs (the async_hooks one has `_enable`)', () => {
+    const flags = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`;
+    expect(usesContextFrame(Number(process.versions.node.split('.')[0]), flags)).toBe(!releases);
+  });
+});
 
 describe('hook release after the last profile', () => {
   if (!releases) {

@@ -16,10 +16,18 @@ export const als = new AsyncLocalStorage<TimingNode<Profile>>();
  * `await` costs about twice as much until the instance is disabled again. So the hooks are
  * released once no profile has been open for RELEASE_GRACE_MS: one developer's visit does not
  * tax everyone after it.
- * With AsyncContextFrame (Node 24+) there is no such tax, and `disable()` would mutate the current
- * frame, so it is left alone there. The async_hooks implementation is the one with `_enable`.
+ * With AsyncContextFrame there is no such tax, and `disable()` would mutate the current frame, so
+ * it is left alone there. Which implementation runs is decided as Node documents it: the default
+ * from Node 24 on (`--no-async-context-frame` turns it off), behind
+ * `--experimental-async-context-frame` on Node 22.
  */
-const releasesHooks = typeof (AsyncLocalStorage.prototype as unknown as Record<string, unknown>)._enable === 'function';
+const releasesHooks = !usesContextFrame(Number(process.versions.node.split('.')[0]), `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
+
+/** @internal Exported for its test. */
+export function usesContextFrame(major: number, flags: string): boolean {
+  if (major >= 24) return !/--no-async-context-frame\b/.test(flags);
+  return /--experimental-async-context-frame\b/.test(flags);
+}
 
 /** Profiles entered with runInProfile and not yet closed (`Profile.entered`). */
 let open = 0;
