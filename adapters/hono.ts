@@ -4,7 +4,7 @@ import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { finishResponse, replyResponse } from '../src/http/fetch.js';
-import { captureNode, sealOnClose } from '../src/http/node.js';
+import { captureNode, isProfiled, markProfiled, sealOnClose } from '../src/http/node.js';
 import type { Headers as NodeHeaders } from '../src/http/proxy.js';
 import { openCapture, openProfile, stripConditionals } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
@@ -13,10 +13,6 @@ export type { MiniprofOptions } from '../src/http/config.js';
 
 /** What @hono/node-server passes as `c.env` (its `HttpBindings`), as far as we read it. */
 type Bindings = { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
-
-/** This copy's mark on a context it profiles: mounted twice (app and a routed sub-app), the outer profile covers it. */
-const PROFILED = Symbol('miniprof.profiled');
-type Marked = { [PROFILED]?: true };
 
 function incoming(c: Context): IncomingMessage | undefined {
   return (c.env as Bindings)?.incoming;
@@ -75,7 +71,7 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   if (out?.destroyed === true) return next();
   const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, {}, c);
   if (p === null) return next();
-  (c as Marked)[PROFILED] = true;
+  markProfiled(c);
   try {
     dropConditionals(c);
   } catch (err) {
@@ -122,7 +118,7 @@ export function miniprof(options?: MiniprofOptions<Context>): MiddlewareHandler 
     const onNode = node !== undefined && out !== undefined;
     const p = onNode ? captureNode(cfg as HttpConfig<never>, node, out, url, c) : openCapture(cfg as HttpConfig<never>, c.req.method, url, c);
     if (p === null) return next();
-    (c as Marked)[PROFILED] = true;
+    markProfiled(c);
     // On Node, sealed when the response closes (captureNode's listeners).
     if (onNode) return runInProfile(p.profile, next);
     // No Node response to close (`app.request()`): sealed once the Response is handed back.
@@ -135,7 +131,7 @@ export function miniprof(options?: MiniprofOptions<Context>): MiddlewareHandler 
     );
   }
   return function miniprofMiddleware(c, next) {
-    if ((c as Marked)[PROFILED] === true) return next();
+    if (isProfiled(c)) return next();
     const dev = decide(cfg, c, cookieOf);
     if (dev === null) return other(c, next);
     if (dev instanceof Promise) return dev.then((d) => (d === null ? other(c, next) : developer(cfg, c, next, d)));

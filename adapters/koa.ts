@@ -4,17 +4,13 @@ import onHeaders from 'on-headers';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
-import { captureNode, sealOnClose } from '../src/http/node.js';
+import { captureNode, isProfiled, markProfiled, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
 type Ctx = Koa.Context;
-
-/** This copy's mark on a context it profiles: mounted twice (app and a mounted sub-app), the outer profile covers it. */
-const PROFILED = Symbol('miniprof.profiled');
-type Marked = { [PROFILED]?: true };
 
 function cookieOf(ctx: Ctx): unknown {
   return ctx.req.headers.cookie;
@@ -50,7 +46,7 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
   if (ctx.res.destroyed) return next();
   const p = openProfile(cfg as HttpConfig<never>, ctx.method, url, dev.owner, ctx.req.headers, ctx);
   if (p === null) return next();
-  (ctx as Marked)[PROFILED] = true;
+  markProfiled(ctx);
   // Koa writes the head after the chain returns, or the app does on `ctx.res` (`ctx.respond =
   // false`), or Koa's error handler does: on-headers sees every one of them.
   onHeaders(ctx.res, function (this: ServerResponse) {
@@ -93,11 +89,11 @@ export function miniprof(options?: MiniprofOptions<Ctx>): Koa.Middleware {
   function other(ctx: Ctx, next: Koa.Next): Promise<unknown> {
     const p = cfg.capture === null ? null : captureNode(cfg as HttpConfig<never>, ctx.req, ctx.res, ctx.originalUrl, ctx);
     if (p === null) return next();
-    (ctx as Marked)[PROFILED] = true;
+    markProfiled(ctx);
     return runInProfile(p.profile, next);
   }
   return function miniprofMiddleware(ctx, next) {
-    if ((ctx as Marked)[PROFILED] === true) return next();
+    if (isProfiled(ctx)) return next();
     const dev = decide(cfg, ctx, cookieOf);
     if (dev === null) return other(ctx, next);
     if (dev instanceof Promise) return dev.then((d) => (d === null ? other(ctx, next) : developer(cfg, ctx, next, d)));

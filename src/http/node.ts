@@ -79,7 +79,7 @@ export function captureNode(cfg: HttpConfig<never>, req: IncomingMessage, res: S
   if (res.destroyed) return null;
   const p = openCapture(cfg, req.method, url, labelReq);
   if (p === null) return null;
-  (res as Marked)[PROFILED] = true;
+  markProfiled(res);
   sealOnClose(p, req.socket, res);
   return p;
 }
@@ -99,9 +99,20 @@ export function runEventsInProfile(p: ProfiledResponse, req: IncomingMessage): v
   } as IncomingMessage['emit'];
 }
 
-/** This copy's mark on a response it profiles: mounted twice (app and sub-app), the outer profile covers it. */
+/**
+ * This copy's mark on what it profiles or samples (a response, a Koa or Hono context): mounted
+ * twice (app and sub-app), the outer profile covers the request.
+ */
 const PROFILED = Symbol('miniprof.profiled');
 type Marked = { [PROFILED]?: true };
+
+export function markProfiled(x: object): void {
+  (x as Marked)[PROFILED] = true;
+}
+
+export function isProfiled(x: object): boolean {
+  return (x as Marked)[PROFILED] === true;
+}
 
 function cookieOf(req: IncomingMessage): unknown {
   return req.headers.cookie;
@@ -145,13 +156,13 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
     if (res.destroyed) return next();
     const p = openProfile(cfg as HttpConfig<never>, req.method, url, dev.owner, req.headers, req);
     if (p === null) return next();
-    (res as Marked)[PROFILED] = true;
+    markProfiled(res);
     hookResponse(p, req, res);
     runInProfile(p.profile, next);
   }
 
   return function miniprofMiddleware(req, res, next) {
-    if ((res as Marked)[PROFILED] === true) return next();
+    if (isProfiled(res)) return next();
     const dev = decide(cfg, req, cookieOf);
     // Capture off: the common answer, a synchronous no, is `next()` and nothing else, as before.
     if (dev === null) return capture ? other(req, res, next) : next();
