@@ -17,7 +17,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import type { Redis as RedisClient } from 'ioredis';
 import { MiniprofSpanProcessor } from '../adapters/otel.js';
-import { instrument, withProfile, type TimingJSON } from '../src/index.js';
+import { instrument, step, withProfile, type TimingJSON } from '../src/index.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
 
 // miniprof first: its undici handler is called before OpenTelemetry's for every request.
@@ -84,4 +84,25 @@ test('fetch with miniprof subscribed first, and concurrent calls of fetch, http 
     '@opentelemetry/instrumentation-undici',
     '@opentelemetry/instrumentation-undici',
   ]);
+});
+
+test('calls inside an internal span (a GraphQL resolver, an ORM operation) are counted once, under the step made from that span, whichever side saw them first', async () => {
+  const tracer = trace.getTracer('test');
+  const { profile } = await withProfile('job', () =>
+    step('load', () =>
+      tracer.startActiveSpan('resolver', async (s) => {
+        try {
+          // fetch: miniprof's handler first; ioredis and http: the span first.
+          await Promise.all([fetch(`${base}/f3`).then((r) => r.text()), redis.get('k3'), get(`${base}/h3`)]);
+        } finally {
+          s.end();
+        }
+      }),
+    ),
+  );
+  const load = profile.toJSON().root.children[0]!;
+  expect(load.name).toBe('load');
+  expect(calls(load)).toEqual([]);
+  expect(load.children.map((c) => c.name)).toEqual(['resolver']);
+  expect(calls(load.children[0]!).sort()).toEqual([`[http] GET ${base}/f3 traced`, '[redis] GET k3 traced', `[http] GET ${base}/h3 traced`].sort());
 });

@@ -147,6 +147,16 @@ export class Profile implements Linked {
     else list.push(c);
   }
 
+  /** @internal A custom timing found to nest deeper than where it was opened (src/instrument/spans.ts). */
+  moveCustom(from: TimingNode, to: TimingNode, c: CustomNode): void {
+    const list = this.customs?.get(from);
+    const i = list === undefined ? -1 : list.indexOf(c);
+    if (i === -1) return;
+    list!.splice(i, 1);
+    if (list!.length === 0) this.customs!.delete(from);
+    this.addCustom(to, c);
+  }
+
   /**
    * @internal The loop was busy without a break over `[fromUs, toUs]` (src/analysis/loop.ts). The
    * same stall seen again later (at a freeze, then at the tick) starts at the same time: extended.

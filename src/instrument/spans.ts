@@ -42,13 +42,20 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
   try {
     const category = classify(s);
     if (category === null) return undefined;
-    const under = placeOf(parentIn(scope), parent, profile);
+    const step = parentIn(scope);
+    const under = placeOf(step, parent, profile);
     const cfg = profile.config;
     let lib: string | null = null;
     if (category !== STEP) {
       lib = ownLibOf(s);
-      // miniprof's own instrumentation opened this very call: it stays, marked as traced.
-      if (lib !== null && claim(profile, lib, under, true) !== null) return undefined;
+      // miniprof's own instrumentation opened this very call: it stays, marked as traced, and
+      // nests where the span does. Both sides name a call by the step current where it runs (the
+      // span may nest deeper, under a resolver's span), as that is all they share.
+      const own = lib === null ? null : claim(profile, lib, step, true);
+      if (own !== null) {
+        if (under !== step) profile.moveCustom(step, under, own);
+        return undefined;
+      }
     }
     if (profile.count >= cfg.maxSteps || (category === STEP && under.depth >= cfg.maxDepth)) {
       profile.droppedSteps++;
@@ -65,7 +72,7 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
     const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
     c.flags |= F_SPAN | F_TRACED;
     profile.addCustom(under, c);
-    if (lib !== null) pend(profile, { lib, parent: under, node: c, own: false });
+    if (lib !== null) pend(profile, { lib, parent: step, node: c, own: false });
     return { profile, node: c };
   } catch (err) {
     report(profile.config.onInternalError, err);
