@@ -7,15 +7,17 @@
 //   same code, one with MiniprofSpanProcessor in its span processors and one without, loaded in
 //   turns by autocannon for --slice seconds each, --rounds times; the ratio of requests per second
 //   within each round, then the median. Target: >= 0.99.
-// --micro: inside a developer's profile, per span: the processor's onStart and onEnd alone (on
-//   real SDK spans), an SDK span (startSpan + end) with the processor registered and without it,
-//   and miniprof's own `timing()` around a no-op; each with the profile's seal (which analyses
-//   every custom timing) included. Target: the processor costs no more than `timing()`.
-// Neither runs by default under `npm run bench`: both run when no flag is given.
+// --micro [--json]: inside a developer's profile, per span, what MiniprofSpanProcessor adds to an
+//   SDK span (startSpan + end, against the same tracer with no processor), a minimal processor
+//   built on miniprof's public API (the least a processor can do: open a timing at onStart, stop it
+//   at onEnd), and what miniprof's own `timing()` costs around a no-op; with the profile's seal
+//   (which analyses every custom timing) and without. Target: the processor costs no more than
+//   `timing()`. `npm run bench` runs it (bench/run.js, --json); --http is by hand.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { entry } from './http/page.js';
 
 const argv = process.argv.slice(2);
 const opt = (name, def) => {
@@ -38,14 +40,14 @@ async function serve(withProcessor) {
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
   const { registerInstrumentations } = require('@opentelemetry/instrumentation');
   const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http');
-  const { MiniprofSpanProcessor } = await import('../dist/bundle/otel.js');
+  const { MiniprofSpanProcessor } = await import(entry('otel'));
   // No exporter: what is measured is what miniprof adds to an app's tracing, not the export.
   const provider = new NodeTracerProvider({ spanProcessors: withProcessor ? [new MiniprofSpanProcessor()] : [] });
   provider.register();
   registerInstrumentations({ tracerProvider: provider, instrumentations: [new HttpInstrumentation()] });
   const { api } = { api: require('@opentelemetry/api') };
   const express = require('express');
-  const { miniprof } = await import('../dist/bundle/express.js');
+  const { miniprof } = await import(entry('express'));
   const tracer = api.trace.getTracer('app');
   const app = express();
   app.use(miniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1' }));
@@ -90,53 +92,83 @@ async function micro() {
   const require = createRequire(import.meta.url);
   const api = require('@opentelemetry/api');
   const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base');
-  const { MiniprofSpanProcessor } = await import('../dist/bundle/otel.js');
-  const { timing, withProfile } = await import('../dist/bundle/index.js');
-  const withP = new BasicTracerProvider({ spanProcessors: [new MiniprofSpanProcessor()] }).getTracer('bench');
-  const without = new BasicTracerProvider({ spanProcessors: [] }).getTracer('bench');
+  const { MiniprofSpanProcessor } = await import(entry('otel'));
+  const { step, timing, withProfile } = await import(entry('index'));
+  // The least a processor keeping the contract can do with miniprof's public API: open a timing on
+  // the current step at onStart and stop it at onEnd. The SDK hands both calls only the span, so
+  // the two are joined by a WeakMap (a span that never ends must not be kept alive).
+  const open = new WeakMap();
+  const OFF = step('off');
+  const minimal = {
+    onStart(span) {
+      const t = step('q');
+      if (t !== OFF) open.set(span, t);
+    },
+    onEnd(span) {
+      const t = open.get(span);
+      if (t === undefined) return;
+      open.delete(span);
+      t.stop();
+    },
+    forceFlush: async () => {},
+    shutdown: async () => {},
+  };
+  const tracerWith = (spanProcessors) => new BasicTracerProvider({ spanProcessors }).getTracer('bench');
+  const withP = tracerWith([new MiniprofSpanProcessor()]);
+  const withMinimal = tracerWith([minimal]);
+  const without = tracerWith([]);
   const attributes = { 'db.system.name': 'postgresql', 'db.query.text': 'select * from users where id = $1' };
   const perProfile = 500;
   const noop = () => 0;
-  // The processor's own part: onStart and onEnd called on real SDK spans made (and ended) beforehand.
-  const made = Array.from({ length: perProfile }, () => {
-    const s = without.startSpan('q', { kind: api.SpanKind.CLIENT, attributes });
-    s.end();
-    return s;
-  });
-  const processor = new MiniprofSpanProcessor();
-  let at = 0;
+  const span = (tracer) => () => tracer.startSpan('q', { kind: api.SpanKind.CLIENT, attributes }).end();
   const cases = {
-    'processor alone (onStart + onEnd)': () => {
-      const s = made[at++ % perProfile];
-      processor.onStart(s, api.ROOT_CONTEXT);
-      processor.onEnd(s);
-    },
-    'span, processor registered': () => withP.startSpan('q', { kind: api.SpanKind.CLIENT, attributes }).end(),
-    'span, no processor': () => without.startSpan('q', { kind: api.SpanKind.CLIENT, attributes }).end(),
-    'timing()': () => timing('sql', 'select * from users where id = $1', noop),
-    'direct call': () => noop(),
+    processor: span(withP),
+    minimal: span(withMinimal),
+    span: span(without),
+    timing: () => timing('sql', 'select * from users where id = $1', noop),
+    direct: noop,
   };
+  // One batch: perProfile calls inside a fresh profile (maxSteps above it: every one recorded).
+  // `loop` is the calls alone, `total` adds opening and sealing the profile (the seal analyses
+  // every custom timing: what a developer's request pays for each one).
   const run = async (fn) => {
+    let loop = 0;
     const t0 = process.hrtime.bigint();
-    // maxSteps above perProfile: every span is recorded, none only counted.
     await withProfile('bench', () => {
+      const t1 = process.hrtime.bigint();
       for (let i = 0; i < perProfile; i++) fn();
+      loop = Number(process.hrtime.bigint() - t1) / perProfile;
     }, { maxSteps: perProfile + 10, instrument: false });
-    return Number(process.hrtime.bigint() - t0) / perProfile;
+    return { loop, total: Number(process.hrtime.bigint() - t0) / perProfile };
   };
-  // Warmed up first, then measured in turns, so neither JIT warm-up nor drift favours one case.
+  // Warmed up first, then measured in turns; each difference is taken within a round, so drift
+  // in the machine's load falls on both sides of it.
   for (let r = 0; r < 10; r++) for (const fn of Object.values(cases)) await run(fn);
-  const samples = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
-  for (let r = 0; r < 31; r++) for (const [name, fn] of Object.entries(cases)) samples[name].push(await run(fn));
-  const ns = {};
-  for (const name of Object.keys(cases)) {
-    ns[name] = median(samples[name]);
-    console.log(`${name}: ${ns[name].toFixed(0)} ns per call inside a developer's profile (median of 31 x ${perProfile}, the profile's seal included)`);
+  const diffs = { processor: [], minimal: [], timing: [] };
+  const loops = { processor: [], minimal: [], timing: [] };
+  for (let r = 0; r < 41; r++) {
+    const m = {};
+    for (const [name, fn] of Object.entries(cases)) m[name] = await run(fn);
+    for (const k of ['processor', 'minimal']) {
+      diffs[k].push(m[k].total - m.span.total);
+      loops[k].push(m[k].loop - m.span.loop);
+    }
+    diffs.timing.push(m.timing.total - m.direct.total);
+    loops.timing.push(m.timing.loop - m.direct.loop);
   }
-  const added = ns['span, processor registered'] - ns['span, no processor'];
-  const alone = ns['processor alone (onStart + onEnd)'] - ns['direct call'];
-  const own = ns['timing()'] - ns['direct call'];
-  console.log(
-    `micro: per span the processor costs ${alone.toFixed(0)} ns alone and adds ${added.toFixed(0)} ns to an SDK span; timing() costs ${own.toFixed(0)} ns (target: processor <= timing())`,
-  );
+  const ops = {};
+  for (const k of Object.keys(diffs)) {
+    ops[`${k}.total`] = median(diffs[k]);
+    ops[`${k}.loop`] = median(loops[k]);
+  }
+  if (argv.includes('--json')) {
+    console.log(JSON.stringify({ node: process.version, ops }));
+    return;
+  }
+  const ns = (x) => `${x.toFixed(0)} ns`;
+  console.log(`per span inside a developer's profile (median of 41 rounds x ${perProfile}; "calls": the calls alone, "with the seal": opening and sealing the profile too)`);
+  console.log(`  MiniprofSpanProcessor, over an SDK span without it: ${ns(ops['processor.total'])} with the seal, ${ns(ops['processor.loop'])} calls`);
+  console.log(`  a minimal processor (step at onStart, stop at onEnd): ${ns(ops['minimal.total'])} with the seal, ${ns(ops['minimal.loop'])} calls`);
+  console.log(`  timing() around a no-op, over a direct call:          ${ns(ops['timing.total'])} with the seal, ${ns(ops['timing.loop'])} calls`);
+  console.log(`micro: the processor costs x${(ops['processor.total'] / ops['timing.total']).toFixed(2)} of timing() per span (target: <= x1)`);
 }
