@@ -27,8 +27,8 @@ export function miniprof<R extends IncomingMessage = IncomingMessage>(options?: 
 /**
  * A `node:http` request listener that profiles `listener` for developers:
  * `http.createServer(wrap(app, options))`. Options are checked here, once. For anyone else it
- * calls `listener(req, res)` and nothing else. With an async `isDeveloper`, an exception that
- * `listener` throws synchronously goes to `onInternalError` instead of escaping.
+ * calls `listener(req, res)` and nothing else. An exception `listener` throws escapes as it would
+ * without miniprof, after an async `isDeveloper` too.
  *
  * @example
  * import http from 'node:http';

@@ -316,6 +316,37 @@ const nodeHttp = require('miniprof/http');`),
     expect(JSON.parse(ok(cjs))).toEqual(expected);
   });
 
+  test('node:http: an exception the app throws surfaces as it would without miniprof, after a synchronous or an async isDeveloper and on a results URL', () => {
+    // Without miniprof a listener's throw is an uncaught exception in the process: the app's
+    // handler (or Node's default, a crash) decides. miniprof must not swallow it.
+    const file = write(
+      'throws.mjs',
+      `import http from 'node:http';
+import { wrap } from 'miniprof/http';
+const seen = [];
+process.on('uncaughtException', (err) => seen.push(err.message));
+const boom = (tag) => () => { throw new Error('app ' + tag); };
+const answers = { bare: null, no: () => false, yes: () => true, asyncNo: async () => false, asyncYes: async () => true };
+const get = (server, path) => new Promise((resolve) => {
+  const req = http.get('http://127.0.0.1:' + server.address().port + path, (res) => res.resume().on('end', resolve));
+  req.on('error', resolve);
+  // The app never answers (it threw): the request is given up once the throw was seen.
+  setTimeout(() => { req.destroy(); resolve(); }, 300);
+});
+for (const [tag, isDeveloper] of Object.entries(answers)) {
+  const listener = isDeveloper === null ? boom(tag) : wrap(boom(tag), { isDeveloper, onInternalError: (e) => seen.push('internal ' + e.message) });
+  const server = http.createServer(listener);
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  await get(server, '/');
+  // The results pages' base, for a developer: a path that is no page of them goes on to the app.
+  if (tag === 'asyncYes') await get(server, '/_miniprof/nothing-here');
+  server.close();
+}
+console.log(JSON.stringify(seen));`,
+    );
+    expect(JSON.parse(ok(file))).toEqual(['app bare', 'app no', 'app yes', 'app asyncNo', 'app asyncYes', 'app asyncYes']);
+  });
+
   test('import and require share one module instance: a step recorded via require lands in a profile opened via import', () => {
     const cjs = write(
       'shared.cjs',

@@ -146,9 +146,10 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
   function developer(req: Req, res: ServerResponse, next: (err?: unknown) => void, dev: Developer): void {
     const url = (req as { originalUrl?: string }).originalUrl ?? req.url;
     if (cfg.results !== null && underBase(cfg.results, url)) {
-      serveResults(cfg.results, dev, req.method, url!, cfg.https(req), onError, req.headers)
-        .then((r) => (r === null ? next() : writeReply(res, r)), (err: unknown) => (report(onError, err), next()))
-        .catch((err: unknown) => report(onError, err));
+      serveResults(cfg.results, dev, req.method, url!, cfg.https(req), onError, req.headers).then(
+        (r) => (r === null ? outside(next) : writeReply(res, r)),
+        (err: unknown) => (report(onError, err), outside(next)),
+      ).catch((err: unknown) => report(onError, err));
       return;
     }
     // The client left while an async isDeveloper (or a middleware before us) was busy: 'close'
@@ -167,12 +168,20 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
     // Capture off: the common answer, a synchronous no, is `next()` and nothing else, as before.
     if (dev === null) return capture ? other(req, res, next) : next();
     if (dev instanceof Promise) {
-      // `next()` continues the app's chain; a throw there must not become an unhandled rejection.
-      dev.then((d) => (d === null ? other(req, res, next) : developer(req, res, next, d))).catch((err: unknown) => report(onError, err));
+      void dev.then((d) => (d === null ? outside(other, req, res, next) : outside(developer, req, res, next, d)));
       return;
     }
     developer(req, res, next, dev);
   };
+}
+
+/**
+ * Go on with the app's chain after a promise of ours settled, outside that promise: an exception
+ * the app throws then surfaces as it would without miniprof (an uncaught exception, as from a
+ * request listener), instead of a rejection nobody handles or a fault of ours.
+ */
+function outside<A extends unknown[]>(fn: (...args: A) => void, ...args: A): void {
+  process.nextTick(fn, ...args);
 }
 
 /** A results page, unless the app has already answered. */
