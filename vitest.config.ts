@@ -17,6 +17,7 @@ export const SERVICE_TESTS = [
   'test/nginx.test.ts',
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',
+  'test/otel-pairs-db.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
   'test/proxy.test.ts',

@@ -158,6 +158,19 @@ export class Profile implements Linked {
   }
 
   /**
+   * @internal A custom timing found to be part of another call already recorded (a span of one
+   * command of a node-redis MULTI, src/instrument/record.ts): out of the tree and of the count.
+   */
+  dropCustom(at: TimingNode, c: CustomNode): void {
+    const list = this.customs?.get(at);
+    const i = list === undefined ? -1 : list.indexOf(c);
+    if (i === -1) return;
+    list!.splice(i, 1);
+    if (list!.length === 0) this.customs!.delete(at);
+    this.count--;
+  }
+
+  /**
    * @internal The loop was busy without a break over `[fromUs, toUs]` (src/analysis/loop.ts). The
    * same stall seen again later (at a freeze, then at the tick) starts at the same time: extended.
    */

@@ -60,8 +60,11 @@ export class CustomNode {
  */
 export interface Pending {
   readonly lib: string;
+  /** The step current where the call runs: what both sides pair by. */
   readonly parent: TimingNode;
   readonly node: CustomNode;
+  /** The step the node is under (deeper than `parent` for a span nested in a span made a step). */
+  readonly at: TimingNode;
   readonly own: boolean;
 }
 

@@ -36,8 +36,9 @@ export function instrument(): void {
   httpClient();
   traced('ioredis:command', 'ioredis', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 0));
   traced('node-redis:command', 'node-redis', 'redis', (ctx) => redisCommand(ctx.command, ctx.args, 1));
-  // A node-redis MULTI sends its commands without a command event each (a pipeline has them).
-  traced('node-redis:batch', 'node-redis', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI');
+  // A node-redis MULTI sends its commands without a command event each (a pipeline has them);
+  // OpenTelemetry's redis instrumentation makes a span of each.
+  traced('node-redis:batch', 'node-redis', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI', (ctx) => Number(ctx.batchSize));
   traced('mysql2:query', 'mysql2', 'sql', sqlOf);
   // execute() sends its values apart from the text (a prepared statement).
   traced('mysql2:execute', 'mysql2', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
@@ -60,12 +61,19 @@ function sqlOf(ctx: Ctx): string {
  * One TracingChannel: open at `start` (the caller's context), close at `asyncEnd`, or at `end`
  * when the call threw synchronously (then there is no async part).
  */
-function traced(name: string, lib: string, category: string, command: (ctx: Ctx) => string, accept?: (ctx: Ctx) => boolean): void {
+function traced(
+  name: string,
+  lib: string,
+  category: string,
+  command: (ctx: Ctx) => string,
+  accept?: (ctx: Ctx) => boolean,
+  spans?: (ctx: Ctx) => number,
+): void {
   const open = new WeakMap<object, OpenCall>();
   dc.tracingChannel(name).subscribe({
     start(ctx: Ctx) {
       if (accept !== undefined && !accept(ctx)) return;
-      const call = openCall(lib, category, command, ctx);
+      const call = openCall(lib, category, command, ctx, spans);
       if (call !== undefined) open.set(ctx, call);
     },
     end(ctx: Ctx) {

@@ -47,13 +47,14 @@ const SQL_SYSTEMS = new Set([
 /**
  * The OpenTelemetry instrumentations of libraries miniprof also times itself (src/instrument/
  * channels.ts, instrumentPg), by scope name, with the library's name as openCall knows it.
+ * Not `@opentelemetry/instrumentation-redis-4`: it patches only @redis/client 1.x (redis 4),
+ * which publishes no `node-redis:command`, so miniprof never sees those calls and the span stays.
  */
 const OWN_LIBS: ReadonlyMap<string, string> = new Map([
   ['@opentelemetry/instrumentation-http', 'http'],
   ['@opentelemetry/instrumentation-undici', 'undici'],
   ['@opentelemetry/instrumentation-ioredis', 'ioredis'],
   ['@opentelemetry/instrumentation-redis', 'node-redis'],
-  ['@opentelemetry/instrumentation-redis-4', 'node-redis'],
   ['@opentelemetry/instrumentation-mysql2', 'mysql2'],
   ['@opentelemetry/instrumentation-pg', 'pg'],
 ]);

@@ -26,9 +26,10 @@ export function pairWithSpans(): void {
  * Open a custom timing on the current step, if this async context has a live profile. The
  * command is built by `command(arg)` only then, so an event outside a profile costs one
  * `currentScope()` and a branch. Returns undefined when nothing is recorded. `lib` names the
- * library (`pg`, `ioredis`, `http`…), to pair the call with an OpenTelemetry span of it.
+ * library (`pg`, `ioredis`, `http`…), to pair the call with an OpenTelemetry span of it. `spans`:
+ * how many spans OpenTelemetry makes of this one call, when that is more than one.
  */
-export function openCall<A>(lib: string, category: string, command: (arg: A) => string, arg: A): OpenCall | undefined {
+export function openCall<A>(lib: string, category: string, command: (arg: A) => string, arg: A, spans?: (arg: A) => number): OpenCall | undefined {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
@@ -41,6 +42,14 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
       if (taken !== null) {
         taken.flags &= ~F_SPAN;
         taken.command = toText(command(arg), profile.config.maxCommandLength);
+        // The same call's other spans (a node-redis MULTI: one span per queued command, started
+        // as each is queued, ended together at EXEC) leave the tree: the call appears once.
+        for (let n = spans === undefined ? 0 : spans(arg) - 1; n > 0; n--) {
+          const more = take(profile, lib, parent, false);
+          if (more === null) break;
+          more.node.flags &= ~F_SPAN;
+          profile.dropCustom(more.at, more.node);
+        }
         return { profile, node: taken };
       }
     }
@@ -51,7 +60,7 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
     const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs());
     profile.count++;
     profile.addCustom(parent, c);
-    if (pairing) pend(profile, { lib, parent, node: c, own: true });
+    if (pairing) pend(profile, { lib, parent, node: c, at: parent, own: true });
     return { profile, node: c };
   } catch (err) {
     report(profile.config.onInternalError, err);
@@ -95,19 +104,27 @@ export function unpend(profile: Profile, node: CustomNode): void {
  * @internal The oldest call of `lib` under `parent` that the other side (`own`: miniprof's own
  * instrumentation, else a span) opened and no one has paired yet; it is paired now, and its node
  * returned. The same call reaches both sides from the same step: in one synchronous stretch when
- * the OpenTelemetry instrumentation wraps the library (http, ioredis, mysql2: the span first) or
- * listens to the same channel (undici: whoever subscribed first), or a little later when
- * instrumentPg's wrapper runs before pg's own query (miniprof's first).
+ * the OpenTelemetry instrumentation wraps the library (http, ioredis, node-redis, mysql2: the
+ * span first) or listens to the same channel (undici: whoever subscribed first), or a little
+ * later when instrumentPg's wrapper runs before pg's own query (miniprof's first). A node-redis
+ * MULTI's spans start as its commands are queued, before EXEC opens miniprof's.
  */
 export function claim(profile: Profile, lib: string, parent: TimingNode, own: boolean): CustomNode | null {
+  const p = take(profile, lib, parent, own);
+  if (p === null) return null;
+  p.node.flags |= F_TRACED;
+  return p.node;
+}
+
+/** The oldest such call, no longer pending. */
+function take(profile: Profile, lib: string, parent: TimingNode, own: boolean): Pending | null {
   const list = profile.pending;
   if (list === null) return null;
   for (let i = 0; i < list.length; i++) {
     const p = list[i]!;
     if (p.own === own && p.lib === lib && p.parent === parent) {
       list.splice(i, 1);
-      p.node.flags |= F_TRACED;
-      return p.node;
+      return p;
     }
   }
   return null;

@@ -72,7 +72,7 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
     const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
     c.flags |= F_SPAN | F_TRACED;
     profile.addCustom(under, c);
-    if (lib !== null) pend(profile, { lib, parent: step, node: c, own: false });
+    if (lib !== null) pend(profile, { lib, parent: step, node: c, at: under, own: false });
     return { profile, node: c };
   } catch (err) {
     report(profile.config.onInternalError, err);
