@@ -1,4 +1,4 @@
-import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type HrTime, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type HrTime, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { codedError, describe, report } from '../src/core/errors.js';
 import { boolOption, checkObject, fnOption } from '../src/core/options.js';
 import { Profile } from '../src/core/profile.js';
@@ -7,6 +7,8 @@ import { emitProfile, type SpanSink } from '../src/instrument/export.js';
 import { EXPORT_SCOPE, hr, lagUs, usOf, type SpanParts } from '../src/instrument/otel-map.js';
 import { pairWithSpans } from '../src/instrument/record.js';
 import { profiledScope, spanEnded, spanStarted, type SpanNode } from '../src/instrument/spans.js';
+
+export { MiniprofSampler } from '../src/instrument/spans.js';
 
 /** Options of {@link MiniprofSpanProcessor}. */
 export interface MiniprofSpanProcessorOptions {
@@ -98,9 +100,10 @@ export class MiniprofSpanProcessor {
   }
 }
 
+/** The active span, if its trace is sampled: a trace the backend never gets is not linked. */
 function activeSpan(): SpanContext | undefined {
   const sc = trace.getSpanContext(context.active());
-  return sc !== undefined && isSpanContextValid(sc) ? sc : undefined;
+  return sc !== undefined && isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) !== 0 ? sc : undefined;
 }
 
 /**

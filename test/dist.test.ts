@@ -18,7 +18,7 @@ const EXPORTS: Record<string, string[]> = {
   miniprof: ['currentProfile', 'instrument', 'instrumentPg', 'memoryStore', 'redisStore', 'renderHtmlComment', 'renderServerTiming', 'renderText', 'step', 'timing', 'withProfile'],
   'miniprof/express': ['default', 'miniprof'],
   'miniprof/fastify': ['default', 'miniprof'],
-  'miniprof/otel': ['MiniprofSpanProcessor', 'exportProfile'],
+  'miniprof/otel': ['MiniprofSampler', 'MiniprofSpanProcessor', 'exportProfile'],
   'miniprof/koa': ['default', 'miniprof'],
   'miniprof/hono': ['default', 'miniprof'],
   'miniprof/http': ['default', 'miniprof', 'wrap'],

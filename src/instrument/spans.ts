@@ -1,5 +1,5 @@
 import { currentScope } from '../core/context.js';
-import { report } from '../core/errors.js';
+import { codedError, describe, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import type { Profile } from '../core/profile.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, TimingNode } from '../core/timing.js';
@@ -118,4 +118,53 @@ function placeOf(step: TimingNode<Profile>, parent: SpanNode | undefined, profil
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
   for (let a: TimingNode<Profile> | null = p; a !== null; a = a.parent) if (a === step) return p;
   return step;
+}
+
+/** An OpenTelemetry SDK `Sampler`'s answer (`SamplingResult`; `decision` 0: dropped, 1: recorded, not sampled, 2: sampled). */
+export interface Sampling {
+  decision: number;
+  attributes?: Readonly<Record<string, unknown>>;
+  traceState?: unknown;
+}
+
+/**
+ * An OpenTelemetry SDK `Sampler`, as `@opentelemetry/sdk-trace` declares it (miniprof does not load
+ * the SDK); `R` is its `SamplingResult`, so a wrapped sampler is still the SDK's `Sampler` type.
+ */
+export interface Sampler<R extends Sampling = Sampling> {
+  shouldSample(context: unknown, traceId: string, spanName: string, spanKind: number, attributes: Record<string, unknown>, links: unknown[]): R;
+  toString(): string;
+}
+
+/** The specification's decisions (the SDK's `SamplingDecision`). */
+const NOT_RECORD = 0;
+const RECORD = 1;
+
+/**
+ * Your sampler, except inside a developer's profile: there a span it would drop is recorded but
+ * not sampled (`RECORD`), so `MiniprofSpanProcessor` sees it and exporters, which send sampled
+ * spans only, do not. Without it, a developer's request in a trace your sampler drops shows no
+ * spans. Elsewhere its answer is your sampler's, after one check.
+ *
+ * @example
+ * import { MiniprofSampler, MiniprofSpanProcessor } from 'miniprof/otel';
+ * const sampler = new MiniprofSampler(new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.05) }));
+ * new NodeSDK({ sampler, spanProcessors: [new MiniprofSpanProcessor(), batch] }).start();
+ */
+export class MiniprofSampler<R extends Sampling = Sampling> implements Sampler<R> {
+  readonly #inner: Sampler<R>;
+  constructor(inner: Sampler<R>) {
+    if (typeof (inner as Partial<Sampler> | null)?.shouldSample !== 'function') throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `MiniprofSampler needs the sampler to wrap, got ${describe(inner)}`);
+    this.#inner = inner;
+  }
+
+  shouldSample(context: unknown, traceId: string, spanName: string, spanKind: number, attributes: Record<string, unknown>, links: unknown[]): R {
+    const r = this.#inner.shouldSample(context, traceId, spanName, spanKind, attributes, links);
+    if (r.decision !== NOT_RECORD || profiledScope() === undefined) return r;
+    return { ...r, decision: RECORD };
+  }
+
+  toString(): string {
+    return `MiniprofSampler{${this.#inner.toString()}}`;
+  }
 }
