@@ -1,4 +1,4 @@
-import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Context, type HrTime, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import { context, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type HrTime, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import { codedError, describe, report } from '../src/core/errors.js';
 import { boolOption, checkObject, fnOption } from '../src/core/options.js';
 import { Profile } from '../src/core/profile.js';
@@ -100,10 +100,9 @@ export class MiniprofSpanProcessor {
   }
 }
 
-/** The active span, if its trace is sampled: a trace the backend never gets is not linked. */
 function activeSpan(): SpanContext | undefined {
   const sc = trace.getSpanContext(context.active());
-  return sc !== undefined && isSpanContextValid(sc) && (sc.traceFlags & TraceFlags.SAMPLED) !== 0 ? sc : undefined;
+  return sc !== undefined && isSpanContextValid(sc) ? sc : undefined;
 }
 
 /**

@@ -17,7 +17,8 @@ const drops = new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0) });
 const wrapped = new NodeTracerProvider({ sampler: new MiniprofSampler(drops), spanProcessors: [new MiniprofSpanProcessor(), new SimpleSpanProcessor(exporter)] });
 const bare = new NodeTracerProvider({ sampler: drops, spanProcessors: [new MiniprofSpanProcessor(), new SimpleSpanProcessor(exporter)] });
 wrapped.register({ contextManager: new AsyncLocalStorageContextManager() });
-const keeps = new NodeTracerProvider({ sampler: new MiniprofSampler(new AlwaysOnSampler()), spanProcessors: [new MiniprofSpanProcessor(), new SimpleSpanProcessor(exporter)] });
+// Made last, so its options are in effect: every sealed profile is exported (through the global provider, `wrapped`).
+const keeps = new NodeTracerProvider({ sampler: new MiniprofSampler(new AlwaysOnSampler()), spanProcessors: [new MiniprofSpanProcessor({ exportProfiles: true }), new SimpleSpanProcessor(exporter)] });
 
 afterEach(() => exporter.reset());
 afterAll(async () => {
@@ -45,11 +46,13 @@ async function request(provider: NodeTracerProvider) {
     const outside = tracer.startSpan('after the profile');
     outside.end();
     server.end();
+    // The export runs a turn after the seal.
+    await new Promise((r) => setTimeout(r, 5));
     return { profile: out.profile.toJSON(), server: server.spanContext(), outside: outside.isRecording() };
   });
 }
 
-test('a trace the sampler drops: inside the profile spans are recorded, not sampled, and join the tree; nothing is exported; outside it the sampler decides', async () => {
+test('a trace the sampler drops: inside the profile spans are recorded, not sampled, and join the tree; nothing is exported, nor are the profile\'s steps; outside it the sampler decides', async () => {
   const r = await request(wrapped);
   expect(r.server.traceFlags & TraceFlags.SAMPLED).toBe(0);
   expect(calls(r.profile.root)).toEqual(['load:', '[sql] select * from users where id = ?', 'resolver:']);
@@ -69,7 +72,10 @@ test('a sampled trace is left as the sampler decided: exported, and its trace id
   const r = await request(keeps);
   expect(r.server.traceFlags & TraceFlags.SAMPLED).toBe(TraceFlags.SAMPLED);
   expect(calls(r.profile.root)).toEqual(['load:', '[sql] select * from users where id = ?', 'resolver:']);
-  expect(exporter.getFinishedSpans().map((s) => s.name).sort()).toEqual(['GET /', 'after the profile', 'pg.query:SELECT', 'resolver']);
+  // The app's spans, and the profile's own step (`load`, exported under the request's span).
+  const spans = exporter.getFinishedSpans();
+  expect(spans.map((s) => `${s.instrumentationScope.name}:${s.name}`).sort()).toEqual(['app:GET /', 'app:after the profile', 'app:pg.query:SELECT', 'app:resolver', 'miniprof:load']);
+  expect(spans.find((s) => s.name === 'load')!.parentSpanContext?.spanId).toBe(r.server.spanId);
   expect(r.profile.traceId).toBe(r.server.traceId);
   expect(String(new MiniprofSampler(new AlwaysOnSampler()))).toBe('MiniprofSampler{AlwaysOnSampler}');
 });

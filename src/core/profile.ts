@@ -10,7 +10,7 @@ import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
 import { flat } from './names.js';
 import type { Linked } from './linked.js';
-import { traceHooks, validTraceId, type TraceRef } from './trace.js';
+import { sampled, traceHooks, validTraceId, type TraceRef } from './trace.js';
 
 const MAX_WARNINGS = 20;
 
@@ -62,7 +62,7 @@ export class Profile implements Linked {
   prevLink: Linked | null;
   /** @internal */
   nextLink: Linked | null;
-  /** The id of the OpenTelemetry trace that was active as the profile opened (miniprof/otel). */
+  /** The id of the OpenTelemetry trace that was active as the profile opened, if sampled (miniprof/otel). */
   readonly traceId: string | undefined;
   /** @internal That span's context, for exportProfile: the parent of the exported steps. */
   readonly trace: TraceRef | undefined;
@@ -103,7 +103,8 @@ export class Profile implements Linked {
     this.clockFailed = false;
     this.pending = null;
     this.trace = activeTrace(config);
-    this.traceId = this.trace?.traceId;
+    // A trace the sampler dropped is nowhere to link to; its spans may still join (MiniprofSampler).
+    this.traceId = this.trace !== undefined && sampled(this.trace) ? this.trace.traceId : undefined;
     // A clock returning a bigint (process.hrtime.bigint) must not throw on mixing.
     this.t0 = toNumber(config.clock());
     this.root = new TimingNode(name, null, this, 0);

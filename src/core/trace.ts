@@ -4,9 +4,18 @@
  * and seal as before), and nothing here loads OpenTelemetry.
  */
 
-/** The active span's context as a profile opens: its trace id and, opaque, what export needs. */
+/**
+ * The active span's context as a profile opens (OpenTelemetry's `SpanContext`): its trace id, its
+ * flags (bit 1: sampled) and, opaque, what export needs.
+ */
 export interface TraceRef {
   readonly traceId: string;
+  readonly traceFlags: number;
+}
+
+/** A trace the backend keeps: its spans are exported. */
+export function sampled(ref: TraceRef): boolean {
+  return (ref.traceFlags & 1) === 1;
 }
 
 /** @internal */

@@ -38,7 +38,7 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
   // Code that runs in another request's async context (a library that keeps callbacks without
   // their context) may still start its span in the right trace, when its instrumentation carried
   // OpenTelemetry's context: such a span does not join a profile of another trace.
-  if (profile.traceId !== undefined && s.spanContext().traceId !== profile.traceId) return undefined;
+  if (profile.trace !== undefined && s.spanContext().traceId !== profile.trace.traceId) return undefined;
   try {
     const category = classify(s);
     if (category === null) return undefined;
