@@ -20,13 +20,17 @@ export const SERVICE_TESTS = [
   'test/otel-pairs-db.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
+  'test/otel3.test.ts',
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
 ];
 
-/** Test files that load the built dist/, which `npm test` builds first and `test:quick` does not. */
-export const BUILD_TESTS = ['test/dist.test.ts', 'test/heap.test.ts', 'test/soak.test.ts'];
+/**
+ * Test files that load the built dist/, which `npm test` builds first and `test:quick` does not
+ * (test/otel3.test.ts also needs test/otel3's own install, which `npm test`'s pretest makes).
+ */
+export const BUILD_TESTS = ['test/dist.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/soak.test.ts'];
 
 export default defineConfig({
   test: {
