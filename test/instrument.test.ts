@@ -11,6 +11,7 @@ import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { instrument, renderText, step, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
 import { deferred, fakeClock, fixed, type FakeClock } from './helpers/clock.js';
+import { startMysqlServer } from './helpers/mysql-server.js';
 import { freePort, startRedis, type RedisServer } from './helpers/redis-server.js';
 
 // Counts every command text built by an instrumentation: the proof that, outside a profile, the
@@ -239,26 +240,12 @@ describe('Redis: ioredis and node-redis against a real redis-server', () => {
 
 describe('mysql2 tracing channels, against mysql2’s own server protocol over a real socket', () => {
   test('query in callback and promise form: category sql, values masked, errors flagged', async () => {
-    const server = mysql.createServer((conn) => {
-      conn.serverHandshake({
-        protocolVersion: 10,
-        serverVersion: '8.0.0-miniprof-test',
-        connectionId: 1,
-        statusFlags: 2,
-        characterSet: 8,
-        capabilityFlags: 0xffffff,
-      } as never);
-      conn.on('query', (sql: string) => {
-        clock.t += 3;
-        if (sql.startsWith('fail')) conn.writeError({ code: 1064, message: 'syntax' } as never);
-        else conn.writeOk();
-      });
-      conn.on('error', () => {});
+    const server = await startMysqlServer((conn, sql) => {
+      clock.t += 3;
+      if (sql.startsWith('fail')) conn.writeError({ code: 1064, message: 'syntax' });
+      else conn.writeOk();
     });
-    // mysql2's Server passes listen()'s arguments to net.Server#listen; its typings know one.
-    await new Promise<void>((r) => (server as unknown as { listen(p: number, h: string, cb: () => void): void }).listen(0, '127.0.0.1', r));
-    const port = (server as unknown as { _server: Server })._server.address() as AddressInfo;
-    const conn = mysql.createConnection({ host: '127.0.0.1', port: port.port, user: 'u' });
+    const conn = mysql.createConnection({ host: '127.0.0.1', port: server.port, user: 'u' });
     try {
       clock = fakeClock();
       const { profile } = await withProfile(
@@ -283,7 +270,7 @@ describe('mysql2 tracing channels, against mysql2’s own server protocol over a
       expect(JSON.stringify(profile.toJSON())).not.toContain('bob@example.com');
     } finally {
       conn.destroy();
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 });

@@ -11,7 +11,6 @@
  * are required after registering), and subscriptions are per process.
  */
 import { createRequire } from 'node:module';
-import type { AddressInfo, Server } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -21,6 +20,7 @@ import { RedisInstrumentation } from '@opentelemetry/instrumentation-redis';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { MiniprofSpanProcessor } from '../adapters/otel.js';
 import { instrument, step, withProfile, type CoreOptions, type Profile, type TimingJSON } from '../src/index.js';
+import { startMysqlServer } from './helpers/mysql-server.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
 
 instrument();
@@ -37,28 +37,15 @@ const MYSQL_SCOPE = '@opentelemetry/instrumentation-mysql2';
 
 let redisServer: RedisServer;
 let redis: ReturnType<typeof createClient>;
-let sqlServer: ReturnType<typeof mysql.createServer>;
+let sqlServer: Awaited<ReturnType<typeof startMysqlServer>>;
 let sql: ReturnType<typeof mysql.createConnection>;
 
 beforeAll(async () => {
   redisServer = await startRedis();
   redis = createClient({ url: redisServer.url });
   await redis.connect();
-  sqlServer = mysql.createServer((conn) => {
-    conn.serverHandshake({
-      protocolVersion: 10,
-      serverVersion: '8.0.0-miniprof-test',
-      connectionId: 1,
-      statusFlags: 2,
-      characterSet: 8,
-      capabilityFlags: 0xffffff,
-    } as never);
-    conn.on('query', () => conn.writeOk());
-    conn.on('error', () => {});
-  });
-  // mysql2's Server passes listen()'s arguments to net.Server#listen; its typings know one.
-  await new Promise<void>((r) => (sqlServer as unknown as { listen(p: number, h: string, cb: () => void): void }).listen(0, '127.0.0.1', r));
-  const { port } = (sqlServer as unknown as { _server: Server })._server.address() as AddressInfo;
+  sqlServer = await startMysqlServer((conn) => conn.writeOk());
+  const { port } = sqlServer;
   sql = mysql.createConnection({ host: '127.0.0.1', port, user: 'u' });
   await sql.promise().connect();
 });
@@ -66,7 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis?.quit();
   sql?.destroy();
-  await new Promise((r) => sqlServer?.close(r));
+  await sqlServer?.close();
   await redisServer?.kill();
   await provider.shutdown();
 });
