@@ -11,7 +11,8 @@
 //   SDK span (startSpan + end, against the same tracer with no processor), a minimal processor
 //   built on miniprof's public API (the least a processor can do: open a timing at onStart, stop it
 //   at onEnd), and what miniprof's own `timing()` costs around a no-op; with the profile's seal
-//   (which analyses every custom timing) and without. Target: the processor costs no more than
+//   (which analyses every custom timing) and without; and outside a profile, what the processor
+//   adds to a span against an empty processor. Target: the processor costs no more than
 //   `timing()`. `npm run bench` runs it (bench/run.js, --json); --http is by hand.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -116,6 +117,8 @@ async function micro() {
   const tracerWith = (spanProcessors) => new BasicTracerProvider({ spanProcessors }).getTracer('bench');
   const withP = tracerWith([new MiniprofSpanProcessor()]);
   const withMinimal = tracerWith([minimal]);
+  // For scale outside a profile: what the SDK's dispatch to any processor costs a span.
+  const withEmpty = tracerWith([{ onStart() {}, onEnd() {}, forceFlush: async () => {}, shutdown: async () => {} }]);
   const without = tracerWith([]);
   const attributes = { 'db.system.name': 'postgresql', 'db.query.text': 'select * from users where id = $1' };
   const perProfile = 500;
@@ -146,9 +149,24 @@ async function micro() {
   for (let r = 0; r < 10; r++) for (const fn of Object.values(cases)) await run(fn);
   const diffs = { processor: [], minimal: [], timing: [] };
   const loops = { processor: [], minimal: [], timing: [] };
+  // Outside any profile (a request that is not a developer's): what registering the processor
+  // adds to a span, the non-developer's whole cost of miniprof/otel.
+  const outside = (fn) => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < perProfile; i++) fn();
+    return Number(process.hrtime.bigint() - t0) / perProfile;
+  };
+  const away = [];
+  const awayEmpty = [];
+  const spanAlone = [];
+  const emptySpan = span(withEmpty);
   for (let r = 0; r < 41; r++) {
     const m = {};
     for (const [name, fn] of Object.entries(cases)) m[name] = await run(fn);
+    const bare = outside(cases.span);
+    away.push(outside(cases.processor) - bare);
+    awayEmpty.push(outside(emptySpan) - bare);
+    spanAlone.push(bare);
     for (const k of ['processor', 'minimal']) {
       diffs[k].push(m[k].total - m.span.total);
       loops[k].push(m[k].loop - m.span.loop);
@@ -161,6 +179,9 @@ async function micro() {
     ops[`${k}.total`] = median(diffs[k]);
     ops[`${k}.loop`] = median(loops[k]);
   }
+  ops['outside.processor'] = median(away);
+  ops['outside.span'] = median(spanAlone);
+  ops['outside.empty'] = median(awayEmpty);
   if (argv.includes('--json')) {
     console.log(JSON.stringify({ node: process.version, ops }));
     return;
@@ -170,5 +191,6 @@ async function micro() {
   console.log(`  MiniprofSpanProcessor, over an SDK span without it: ${ns(ops['processor.total'])} with the seal, ${ns(ops['processor.loop'])} calls`);
   console.log(`  a minimal processor (step at onStart, stop at onEnd): ${ns(ops['minimal.total'])} with the seal, ${ns(ops['minimal.loop'])} calls`);
   console.log(`  timing() around a no-op, over a direct call:          ${ns(ops['timing.total'])} with the seal, ${ns(ops['timing.loop'])} calls`);
+  console.log(`  outside a profile, MiniprofSpanProcessor over an SDK span without it:   ${ns(ops['outside.processor'])} (an empty processor ${ns(ops['outside.empty'])}; the span itself ${ns(ops['outside.span'])})`);
   console.log(`micro: the processor costs x${(ops['processor.total'] / ops['timing.total']).toFixed(2)} of timing() per span (target: <= x1)`);
 }

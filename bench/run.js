@@ -308,6 +308,14 @@ function microSummary(m) {
       proc <= own,
     );
   }
+  if (m['otel-span'] !== undefined) {
+    const away = per(m['otel-span'], (o) => o['outside.processor']);
+    const empty = per(m['otel-span'], (o) => o['outside.empty']);
+    add(
+      `the same outside a profile (a request that is not a developer's): what the processor adds to a span of ${f(per(m['otel-span'], (o) => o['outside.span']), 0)} ns; an empty processor ${signed(empty)} ns`,
+      `${signed(away)} ns`,
+    );
+  }
   if (m.mem !== undefined) add('bytes an open profile keeps per step, sync / async', `${f(per(m.mem, (o) => o['retained.sync']), 0)} / ${f(per(m.mem, (o) => o['retained.async']), 0)} B`);
   return lines.join('\n') + '\n';
 }
