@@ -150,12 +150,7 @@ export class Profile implements Linked {
 
   /** @internal A custom timing found to nest deeper than where it was opened (src/instrument/spans.ts). */
   moveCustom(from: TimingNode, to: TimingNode, c: CustomNode): void {
-    const list = this.customs?.get(from);
-    const i = list === undefined ? -1 : list.indexOf(c);
-    if (i === -1) return;
-    list!.splice(i, 1);
-    if (list!.length === 0) this.customs!.delete(from);
-    this.addCustom(to, c);
+    if (this.removeCustom(from, c)) this.addCustom(to, c);
   }
 
   /**
@@ -163,12 +158,16 @@ export class Profile implements Linked {
    * command of a node-redis MULTI, src/instrument/record.ts): out of the tree and of the count.
    */
   dropCustom(at: TimingNode, c: CustomNode): void {
+    if (this.removeCustom(at, c)) this.count--;
+  }
+
+  private removeCustom(at: TimingNode, c: CustomNode): boolean {
     const list = this.customs?.get(at);
     const i = list === undefined ? -1 : list.indexOf(c);
-    if (i === -1) return;
+    if (i === -1) return false;
     list!.splice(i, 1);
     if (list!.length === 0) this.customs!.delete(at);
-    this.count--;
+    return true;
   }
 
   /**
