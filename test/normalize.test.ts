@@ -125,8 +125,10 @@ describe('properties', () => {
       ['sql', `select * from t where id in (${n}, ${n + 1})`],
       ['http', `GET http://127.0.0.1:8080/search?q=${encodeURIComponent(s)}&id=${n}`],
       // F4: PostgreSQL dollar quotes, MySQL double-quoted strings, a raw `@` in a URL password.
-      ['sql', `select $$${s.replaceAll('$$', '$ $')}$$ as a`],
-      ['sql', `select $tag$${s.replaceAll('$tag$', '$ta g$')}$tag$ as a`],
+      // A dollar-quoted string ends at the first `$$` (`$tag$`) in it, in PostgreSQL as in the
+      // redactor: each `$` of the secret is followed by a space so that none can occur.
+      ['sql', `select $$${s.replaceAll('$', '$ ')}$$ as a`],
+      ['sql', `select $tag$${s.replaceAll('$', '$ ')}$tag$ as a`],
       ['sql', `select * from users where name = "${s.replace(/[\\"]/g, '\\$&')}" and id = ${n}`],
       ['sql', `insert into t (a) values ("${s.replace(/[\\"]/g, '\\$&')}")`],
       ['http', `GET https://admin:${url(s)}@db.example.com/x`],
@@ -146,7 +148,7 @@ describe('properties', () => {
           expect(out).not.toContain(String(n + 1));
         }
       }),
-      { numRuns: 300 },
+      { numRuns: 300, examples: [['ZQX$$$ZQX', 1_000_000_000], ['ZQX$tag$tag$ZQX', 1_000_000_000]] },
     );
   });
 
