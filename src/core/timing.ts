@@ -1,3 +1,5 @@
+import type { SqlDialect } from './types.js';
+
 /**
  * What a live node needs from the profile it belongs to: its clock and a place for warnings.
  * `Profile` is the one implementation; declared here so that this module needs nothing from it.
@@ -45,12 +47,25 @@ export class CustomNode {
   startUs: number;
   durationUs: number;
   flags: number;
-  constructor(category: string, command: string, startUs: number) {
+  /**
+   * The SQL dialect of `command`, where the client that ran it says (pg, mysql2, knex's client,
+   * OpenTelemetry's `db.system`): masking reads it. Undefined: not known, mask the most.
+   */
+  dialect: SqlDialect | undefined;
+  /**
+   * What tells this call's parameter values apart when the client sent them apart from the text
+   * (a digest, never the values themselves): duplicate detection compares it. Undefined: none
+   * were seen.
+   */
+  values: string | undefined;
+  constructor(category: string, command: string, startUs: number, dialect?: SqlDialect) {
     this.category = category;
     this.command = command;
     this.startUs = startUs;
     this.durationUs = RUNNING;
     this.flags = 0;
+    this.dialect = dialect;
+    this.values = undefined;
   }
 }
 

@@ -1,3 +1,6 @@
+/** The SQL dialects whose masking miniprof knows (src/analysis/normalize.ts). */
+export type SqlDialect = 'postgres' | 'mysql' | 'mssql' | 'sqlite';
+
 /** The v1 JSON of a profile (`Profile.toJSON()`): what leaves the process, stable and versioned. */
 
 /** Per category, in the profile's JSON: how many custom timings, how long, how repetitive. */

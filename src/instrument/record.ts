@@ -2,6 +2,7 @@ import { currentScope } from '../core/context.js';
 import { report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import type { Profile } from '../core/profile.js';
+import type { SqlDialect } from '../core/types.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, type Pending, type TimingNode } from '../core/timing.js';
 
 /** A custom timing opened by an instrumentation, to be closed by a later event. */
@@ -27,9 +28,10 @@ export function pairWithSpans(): void {
  * command is built by `command(arg)` only then, so an event outside a profile costs one
  * `currentScope()` and a branch. Returns undefined when nothing is recorded. `lib` names the
  * library (`pg`, `ioredis`, `http`…), to pair the call with an OpenTelemetry span of it. `spans`:
- * how many spans OpenTelemetry makes of this one call, when that is more than one.
+ * how many spans OpenTelemetry makes of this one call, when that is more than one. `dialect`: the
+ * SQL dialect of the command, when the library says.
  */
-export function openCall<A>(lib: string, category: string, command: (arg: A) => string, arg: A, spans?: (arg: A) => number): OpenCall | undefined {
+export function openCall<A>(lib: string, category: string, command: (arg: A) => string, arg: A, spans?: (arg: A) => number, dialect?: SqlDialect): OpenCall | undefined {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
@@ -42,6 +44,7 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
       if (taken !== null) {
         taken.flags &= ~F_SPAN;
         taken.command = toText(command(arg), profile.config.maxCommandLength);
+        taken.dialect = dialect;
         // The same call's other spans (a node-redis MULTI: one span per queued command, started
         // as each is queued, ended together at EXEC) leave the tree: the call appears once.
         for (let n = spans === undefined ? 0 : spans(arg) - 1; n > 0; n--) {
@@ -57,7 +60,7 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
       profile.droppedSteps++;
       return undefined;
     }
-    const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs());
+    const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs(), dialect);
     profile.count++;
     profile.addCustom(parent, c);
     if (pairing) pend(profile, { lib, parent, node: c, at: parent, own: true });
