@@ -1,3 +1,4 @@
+import { requestPath } from '../analysis/url-mask.js';
 import { announceSealed, closeProfile } from '../core/context.js';
 import { debug, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
@@ -20,13 +21,6 @@ const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 function byteLength(body: Body, encoding: unknown): number {
   if (typeof body !== 'string') return body.byteLength;
   return Buffer.byteLength(body, typeof encoding === 'string' && Buffer.isEncoding(encoding) ? encoding : 'utf8');
-}
-
-/** The query string can hold secrets, and the path is all a reader needs. */
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '/';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
 }
 
 /** What a captured request keeps until it closes. */
@@ -79,7 +73,8 @@ export class ProfiledResponse implements Expiring {
     this.req = req;
     this.method = method ?? 'GET';
     const core = captured === null ? cfg.core : cfg.capture!.core;
-    const path = toText(pathOf(url), core.maxNameLength);
+    // The path alone (no query string, no absolute-form authority); someone else's with its ids and tokens masked.
+    const path = toText(requestPath(url, captured !== null), core.maxNameLength);
     // The one way an HTTP request's profile is made, developer's or captured: whatever hooks
     // profile creation (OpenTelemetry's trace id) sees both.
     this.profile = new Profile(`${this.method} ${path}`, core, { method: this.method, path });
