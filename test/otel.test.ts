@@ -77,7 +77,7 @@ describe('spans join the current profile', () => {
     expect(shape(profile.toJSON().root)).toEqual({
       name: 'job',
       custom: [
-        '[http] GET https://?@api.example.com/v1/items?token=?&page=? (traced)',
+        '[http] GET https://api.example.com/v1/items?token=?&page=? (traced)',
         '[http] POST http://old.example:8080/send (traced)',
         '[aws-api] S3.GetObject (traced)',
       ],
@@ -130,11 +130,11 @@ describe('spans join the current profile', () => {
     const json = profile.toJSON();
     expect(json.root.custom!.map((c) => [c.command, c.error, c.duplicate, c.similar])).toEqual([
       ['select * from nope', true, undefined, undefined],
-      ['select * from users where id = $1 /* params: ? */', undefined, true, 1],
-      ['select * from users where id = $1 /* params: ? */', undefined, undefined, 1],
-      ['select * from users where id = $1 /* params: ? */', undefined, true, 1],
+      ['select * from users where id = $1', undefined, true, 1],
+      ['select * from users where id = $1', undefined, undefined, 1],
+      ['select * from users where id = $1', undefined, true, 1],
     ]);
-    expect(json.similar).toEqual([{ id: 1, category: 'sql', command: 'select * from users where id = $1 /* params: ? */', count: 3, durationMs: expect.any(Number) }]);
+    expect(json.similar).toEqual([{ id: 1, category: 'sql', command: 'select * from users where id = $1', count: 3, durationMs: expect.any(Number) }]);
   });
 
   test('times: a span starts at the profile\'s clock reading when it starts and lasts what the span lasted', async () => {
