@@ -1,4 +1,5 @@
 import { emit, mark, VALUE } from './marks.js';
+import { markUrl } from './url-mask.js';
 import { valueLike } from './value-like.js';
 
 /**
@@ -41,7 +42,9 @@ export function maskRedis(command: string): string {
   return emit(command, marks);
 }
 
+/** A key's segments, each masked if it looks like a value; a URL as a URL (its password dropped). */
 function markKey(text: string, from: number, to: number, marks: Uint8Array): void {
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(text.slice(from, Math.min(to, from + 40)))) return markUrl(text, from, to, marks);
   let a = from;
   for (let i = from; i <= to; i++) {
     if (i === to || SEPARATOR.test(text[i]!)) {
