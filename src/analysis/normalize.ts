@@ -25,7 +25,7 @@ export function maskSql(text: string, dialect?: SqlDialect): string {
   return emit(text, marks);
 }
 
-const URL_IN_TEXT = /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s'"`<>]*/g;
+const URL_IN_TEXT = /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s"`<>]*/g;
 const WORD = /[A-Za-z0-9_.-]+/g;
 
 /**
