@@ -253,3 +253,27 @@ describe('redact and normalize stay linear on hostile text', () => {
     });
   }
 });
+
+describe("timing's fourth argument: the dialect and the values of an app's own SQL", () => {
+  test('dialect keeps its quoted names; values are a digest: the same values are a duplicate, never shown; a wrong dialect is reported and masked the most', async () => {
+    const reports: unknown[] = [];
+    const q = 'select "users"."id" from "users" where "email" = $1';
+    const { profile } = await withProfile(
+      'job',
+      () => {
+        for (const email of ['a@example.com', 'b@example.com', 'a@example.com']) timing('sql', q, () => 0, { dialect: 'postgres', values: [email] });
+        timing('sql', q, () => 0, { dialect: 'oracle' as SqlDialect });
+      },
+      fixed(fakeClock(), { onInternalError: (e) => reports.push(e) }),
+    );
+    const json = profile.toJSON();
+    expect(json.root.custom!.map((c) => [c.command, c.duplicate])).toEqual([
+      [q, true],
+      [q, undefined],
+      [q, true],
+      ['select ?.? from ? where ? = ?', undefined],
+    ]);
+    expect(JSON.stringify(json)).not.toContain('example.com');
+    expect(reports).toMatchObject([{ code: 'MINIPROF_ERR_INVALID_ARGUMENT', message: expect.stringContaining('"oracle"') }]);
+  });
+});
