@@ -24,7 +24,9 @@ describe('redact: values masked, shape kept', () => {
     ['select "t"."Name" as "n" from "public"."t" join "u" on "u"."id" = "t"."id"', 'sql', 'postgres', 'select "t"."Name" as "n" from "public"."t" join "u" on "u"."id" = "t"."id"'],
     ['select `t`.`id` from `order` where `it``s` = 1', 'sql', 'mysql', 'select `t`.`id` from `order` where `it``s` = ?'],
     ["select [dbo].[t].[x]]y] from [t] where n = N'bob'", 'sql', 'mssql', 'select [dbo].[t].[x]]y] from [t] where n = ?'],
-    ['select "a", `b`, [c] from t where d = 1', 'sql', 'sqlite', 'select "a", `b`, [c] from t where d = ?'],
+    ['select "t"."a", `b`, [c] from t where d = 1', 'sql', 'sqlite', 'select "t"."a", `b`, [c] from t where d = ?'],
+    // SQLite reads a lone "…" it cannot resolve as a string: masked unless qualified.
+    ['select * from t where name = "bob"', 'sql', 'sqlite', 'select * from t where name = ?'],
     // Unknown dialect: a double-quoted token may be MySQL's string, so it is masked.
     ['select "users"."id" from "users"', 'sql', undefined, 'select ?.? from ?'],
     ['select * from t where x = $1 and y = ?', 'sql', 'postgres', 'select * from t where x = $1 and y = ?'],

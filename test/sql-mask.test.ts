@@ -63,7 +63,8 @@ const QUOTED: Record<SqlDialect, ((w: string) => string)[]> = {
   postgres: [(w) => `"${w.replaceAll('"', '""')}"`],
   mysql: [(w) => `\`${w.replaceAll('`', '``')}\``],
   mssql: [(w) => `[${w.replaceAll(']', ']]')}]`, (w) => `"${w.replaceAll('"', '""')}"`],
-  sqlite: [(w) => `"${w.replaceAll('"', '""')}"`, (w) => `\`${w.replaceAll('`', '``')}\``, (w) => `[${w.replaceAll(']', '')}]`],
+  // A lone "…" may be a string in SQLite: a double-quoted name is kept where it is qualified.
+  sqlite: [(w) => `"${w.replaceAll('"', '""')}".id`, (w) => `\`${w.replaceAll('`', '``')}\``, (w) => `[${w.replaceAll(']', '')}]`],
 };
 
 /** Comments full of stray quotes (and secrets): none may end early, so none holds its terminator. */

@@ -17,7 +17,10 @@ import { DROP, mark, VALUE } from './marks.js';
  *   character (`1--1` is one minus minus one), `/* *\/` that do not nest.
  * - mssql: `'…'` with `''`, no backslash escapes; `"…"` and `[…]` names (`]]` inside); `--`
  *   comments, `/* *\/` that nest; `$1.50` is a money literal.
- * - sqlite: `'…'` with `''`; `"…"`, `` `…` `` and `[…]` names; `--` and `/* *\/` (not nested).
+ * - sqlite: `'…'` with `''`; `` `…` `` and `[…]` names; `"…"` is a name too, but SQLite reads
+ *   one it cannot resolve as a string where a string may stand (unless built with SQLITE_DQS=0,
+ *   as better-sqlite3 is), so it is kept only as part of a qualified name (`"t"."c"`, next to a
+ *   dot, where no string can stand) and masked elsewhere; `--` and `/* *\/` (not nested).
  *
  * A string or a comment that never ends runs to the end of the text (a command cut at
  * `maxCommandLength` ends inside one), and so does a quoted name that never ends (masked: it is
@@ -39,13 +42,15 @@ interface Rules {
   money: boolean;
   /** `]]` inside `[…]` stands for `]` (SQL Server; SQLite's `[…]` has no escape). */
   bracketDoubled: boolean;
+  /** `"…"` may be read as a string where it is not qualified (SQLite's double-quoted strings). */
+  dqFallback: boolean;
 }
 
 const RULES: Record<SqlDialect, Rules> = {
-  postgres: { dqString: false, backslash: false, backticks: false, brackets: false, nested: true, mysqlComments: false, dollar: true, money: false, bracketDoubled: false },
-  mysql: { dqString: true, backslash: true, backticks: true, brackets: false, nested: false, mysqlComments: true, dollar: false, money: false, bracketDoubled: false },
-  mssql: { dqString: false, backslash: false, backticks: false, brackets: true, nested: true, mysqlComments: false, dollar: false, money: true, bracketDoubled: true },
-  sqlite: { dqString: false, backslash: false, backticks: true, brackets: true, nested: false, mysqlComments: false, dollar: false, money: false, bracketDoubled: false },
+  postgres: { dqString: false, backslash: false, backticks: false, brackets: false, nested: true, mysqlComments: false, dollar: true, money: false, bracketDoubled: false, dqFallback: false },
+  mysql: { dqString: true, backslash: true, backticks: true, brackets: false, nested: false, mysqlComments: true, dollar: false, money: false, bracketDoubled: false, dqFallback: false },
+  mssql: { dqString: false, backslash: false, backticks: false, brackets: true, nested: true, mysqlComments: false, dollar: false, money: true, bracketDoubled: true, dqFallback: false },
+  sqlite: { dqString: false, backslash: false, backticks: true, brackets: true, nested: false, mysqlComments: false, dollar: false, money: false, bracketDoubled: false, dqFallback: true },
 };
 
 export const DIALECTS: readonly SqlDialect[] = ['postgres', 'mysql', 'mssql', 'sqlite'];
@@ -88,7 +93,8 @@ export function scanSql(text: string, dialect: SqlDialect, marks: Uint8Array): v
       mark(marks, i, end, VALUE);
     } else if (c === 0x22 /* " */) {
       end = quoted(text, i + 1, 0x22, r.dqString && r.backslash, true);
-      if (r.dqString || unclosed) mark(marks, i, end, VALUE);
+      const qualified = text.charCodeAt(i - 1) === 0x2e || text.charCodeAt(end) === 0x2e;
+      if (r.dqString || unclosed || (r.dqFallback && !qualified)) mark(marks, i, end, VALUE);
     } else if (c === 0x60 /* ` */ && r.backticks) {
       end = quoted(text, i + 1, 0x60, false, true);
       if (unclosed) mark(marks, i, end, VALUE);
