@@ -38,16 +38,17 @@ const flat = (parts: string[]) => parts.join(':');
 describe('Redis', () => {
   test.each([
     ['GET apikey:sk_live_4eC39HqLyjWDarjtT1zdp7dc', 'GET apikey:?'],
-    ['SET session:sid=s%3Aj1F2.abcDEF value-secret EX 60', 'SET session:? ? ? ?'],
+    ['SET session:sid=s%3Aj1F2.abcDEF value-secret EX 60', 'SET session:? ?'],
     ['AUTH hunter2', 'AUTH ?'],
-    ['AUTH default hunter2', 'AUTH ? ?'],
-    ['HELLO 3 AUTH default hunter2', 'HELLO ? ? ? ?'],
-    ['CONFIG SET requirepass hunter2', 'CONFIG ? ? ?'],
+    ['AUTH default hunter2', 'AUTH ?'],
+    ['HELLO 3 AUTH default hunter2', 'HELLO ?'],
+    ['CONFIG SET requirepass hunter2', 'CONFIG ?'],
     ['HGETALL user:42:profile', 'HGETALL user:?:profile'],
     ['GET {user:550e8400-e29b-41d4-a716-446655440000}:cart', 'GET {user:?}:cart'],
     ['GET bull:emails:wait', 'GET bull:emails:wait'],
     ['MULTI (3 commands)', 'MULTI (3 commands)'],
-    ['EVAL return redis.call("get",KEYS[1]) 1 k', 'EVAL ? ? ? ?'],
+    ['EVAL return redis.call("get",KEYS[1]) 1 k', 'EVAL ?'],
+    ['set user:42 [1 other arguments]', 'set user:? ?'],
   ])('%s → %s', (command, out) => {
     expect(redact(command, 'redis')).toBe(out);
   });

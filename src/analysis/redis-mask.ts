@@ -19,7 +19,8 @@ const SEPARATOR = /[:/{}|]/;
  * A Redis command as a profile keeps it: the command name and the key's namespace words
  * (`GET apikey:?`, `SET session:?`, `HGETALL user:?:profile`); any key segment that looks like a
  * value (value-like.ts: digits, hex, UUIDs, tokens, anything holding `=`, `%`, `.`) masked, the
- * whole first argument of AUTH, HELLO, CONFIG, EVAL… masked, and every further argument masked.
+ * whole first argument of AUTH, HELLO, CONFIG, EVAL… masked, and every further argument masked
+ * (all of them one `?`).
  * A node-redis MULTI (`MULTI (3 commands)`) is kept as it is.
  */
 export function maskRedis(command: string): string {
@@ -36,7 +37,11 @@ export function maskRedis(command: string): string {
       name = m[0].toUpperCase();
       if (!/^[A-Z][A-Z._-]*$/.test(name)) mark(marks, from, to, VALUE);
     } else if (n === 1 && !NO_KEY.has(name)) markKey(command, from, to, marks);
-    else mark(marks, from, to, VALUE);
+    else {
+      // Every argument after the key, as one `?` (OpenTelemetry's `[1 other arguments]` too).
+      mark(marks, from, command.length, VALUE);
+      break;
+    }
     n++;
   }
   return emit(command, marks);
