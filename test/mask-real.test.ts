@@ -6,16 +6,19 @@
  * secret, the names and the key namespaces.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import fc from 'fast-check';
 import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import mysql from 'mysql2';
 import pg from 'pg';
+import { maskSql } from '../src/analysis/normalize.js';
 import { instrument, instrumentPg, renderHtmlComment, renderServerTiming, renderText, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
 import { startMysqlServer } from './helpers/mysql-server.js';
 import { startPostgres, type PostgresServer } from './helpers/postgres.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
+import { comments, LITERALS, nameText, QUOTED, secret, secretNumber, spaced } from './helpers/sql-gen.js';
 
 const VICTIM = 'victim@example.com';
 const PASSWORD = 'hunter2';
@@ -165,5 +168,43 @@ describe('outgoing HTTP against a real server', () => {
     ]);
     const all = everything(profile);
     for (const secret of ['T0A1B2C3D', 'a1B2c3D4', PASSWORD, 'alice', '1A2B3C4D5E6F']) expect(all).not.toContain(secret);
+  });
+});
+
+describe('issue 57 item 1: a real PostgreSQL reads the generated statements as the generator means them', () => {
+  let client: pg.Client;
+  beforeAll(async () => {
+    client = new pg.Client({ host: '127.0.0.1', port: pgServer.port, user: 'postgres', database: 'postgres' });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.end();
+  });
+
+  /** `select <literal> as <name>, …` with comments between the items. */
+  const item = fc.tuple(
+    fc.oneof(
+      // Each `$` already followed by a space, so the secret is the same in every literal form.
+      fc.tuple(fc.constantFrom(...LITERALS.postgres), secret).map(([lit, s]) => ({ text: lit(spaced(s)), value: spaced(s) as string | number })),
+      secretNumber.map((n) => ({ text: String(n), value: n as string | number })),
+    ),
+    nameText.filter((w) => Buffer.byteLength(w) <= 40),
+    fc.option(comments('postgres'), { nil: undefined }),
+  );
+
+  test('property: the server returns each secret as its column, named by its quoted name; the masked text holds no secret and every name', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(item, { minLength: 1, maxLength: 5 }), async (items) => {
+        const text = 'select ' + items.map(([lit, w, c]) => `${lit.text} as ${QUOTED.postgres[0]!(w)}${c === undefined ? '' : ` ${c}`}`).join(', ');
+        const r = await client.query({ text, rowMode: 'array' });
+        expect(r.rows[0]).toEqual(items.map(([lit]) => lit.value));
+        expect(r.fields.map((f) => f.name)).toEqual(items.map(([, w]) => w));
+        const out = maskSql(text, 'postgres');
+        expect(out).not.toContain('ZQX');
+        expect(out).not.toMatch(/\d{10}/);
+        for (const [, w] of items) expect(out).toContain(QUOTED.postgres[0]!(w));
+      }),
+      { numRuns: 150, examples: [[[[{ text: "'C:\\'", value: 'C:\\' }, "it's", "-- don't\n"]]]] },
+    );
   });
 });
