@@ -47,6 +47,9 @@ describe('redact: values masked, shape kept', () => {
     ['GET user:42:profile', 'redis', undefined, 'GET user:?:profile'],
     ['GET user:42:profile', 'cache', undefined, 'GET user:?:profile'],
     ['fetch https://bob:hunter2@example.com/a?x=1 then 42', 'custom', undefined, 'fetch https://example.com/a?x=? then ?'],
+    // An app's own http timing that is no URL: its words stay, its values go.
+    ['call billing api for order 42', 'http', undefined, 'call billing api for order ?'],
+    ['GET /users/42', 'http', undefined, 'GET /users/?'],
   ];
   for (const [input, category, dialect, out] of cases) {
     test(`${JSON.stringify(input)} (${category ?? 'no category'}, ${dialect ?? 'unknown dialect'})`, () => {

@@ -25,6 +25,7 @@ export function maskSql(text: string, dialect?: SqlDialect): string {
   return emit(text, marks);
 }
 
+const HTTP_COMMAND = /^(?:[A-Za-z_-]+ +)?(?:[A-Za-z][A-Za-z0-9+.-]*:\/\/|\/)/;
 const URL_IN_TEXT = /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s"`<>]*/g;
 const WORD = /[A-Za-z0-9_.-]+/g;
 
@@ -59,7 +60,8 @@ export function redact(command: string, category?: string, dialect?: SqlDialect)
     case 'redis':
       return maskRedis(command);
     case 'http':
-      return maskHttp(command);
+      // `GET https://…` or `GET /path` as the instrumentations write it; an app's own words otherwise.
+      return HTTP_COMMAND.test(command) ? maskHttp(command) : maskOther(command);
     default:
       return maskOther(command);
   }
