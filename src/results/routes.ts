@@ -8,7 +8,6 @@ import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
-import { withTimeout } from './timeout.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -254,7 +253,11 @@ function bySlowest(list: unknown[]): unknown[] {
   return list.map((s, i) => ({ s, i })).sort((a, b) => ms(b.s) - ms(a.s) || a.i - b.i).map((x) => x.s);
 }
 
-/** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
+/**
+ * A store call that may throw, reject or never settle, bounded by `timeoutMs`; after one timed
+ * out, skipped for a while (src/results/timeout.ts `breaker`): an opted-in developer's request
+ * asks the store first, and must not wait `timeoutMs` each time while the store is away.
+ */
 function bounded<T>(r: ResultsConfig, call: () => Promise<T>): Promise<T> {
-  return withTimeout(call, r.timeoutMs, `miniprof: the profile store did not answer within ${r.timeoutMs} ms`);
+  return r.bounded(call, 'miniprof: the profile store');
 }
