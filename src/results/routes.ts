@@ -3,7 +3,7 @@ import type { HttpConfig } from '../http/config.js';
 import { hostAllowed } from '../http/proxy.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
-import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
+import { cookieSecure, hostOf, optInCookie, optOutCookie, originOf, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
 import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
@@ -46,7 +46,7 @@ export function decide<Req>(
   if (r !== null && r.secret !== null) {
     const cookie = cookieOf(req);
     if (typeof cookie === 'string' && cookie.includes('miniprof=')) {
-      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration);
+      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration, originOf(hostOf(cfg.headers(req))));
       if (optIn !== null) return known(cfg, r, req, optIn);
     }
   }
@@ -194,7 +194,7 @@ async function optInRoute(r: ResultsConfig, dev: Developer, method: string | und
     return reply(303, HTML, '', { ...back, 'Set-Cookie': optOutCookie(secure) });
   }
   if (dev.optIn !== null) return reply(303, HTML, '', back);
-  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration);
+  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration, originOf(hostOf(headers)));
   await bounded(r, () => store.addOptIn(dev.owner, optIn.token, optIn.expires * 1000));
   return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
 }
