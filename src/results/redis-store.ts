@@ -28,9 +28,9 @@ export interface RedisStoreOptions {
   /** A command that takes longer fails (and is reported) instead of waiting for a reconnect. Default 2000. */
   timeoutMs?: number;
   /**
-   * After a command timed out, commands fail at once for this long (reported once, not per
-   * request), then one tries Redis again: while Redis is away, nobody waits `timeoutMs` on every
-   * request. Default 10000.
+   * After a command timed out or failed, commands fail at once for this long (reported once, not
+   * per request), then one tries Redis again: while Redis is away, nobody waits `timeoutMs` on
+   * every request. Default 10000.
    */
   retryAfterMs?: number;
   /** Opt-in tokens kept per developer; minting one more drops their oldest. Default 10. */
@@ -84,7 +84,7 @@ return #gone`;
  *
  * Commands are bounded by `timeoutMs`: while Redis is away a save fails and goes to
  * `onInternalError` (the request it belongs to has already been answered), and after the first
- * timeout every command fails at once for `retryAfterMs` (src/results/timeout.ts `breaker`).
+ * timeout or failure every command fails at once for `retryAfterMs` (src/results/timeout.ts `breaker`).
  *
  * @example
  * import { createClient } from 'redis';
@@ -104,7 +104,9 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
   const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
   const retryAfterMs = intOption(o, 'retryAfterMs', RETRY_AFTER_MS, 1, 3_600_000);
   const maxOptIns = intOption(o, 'maxOptIns', DEFAULT_MAX_OPT_INS, 1, 10_000);
-  const bounded = breaker(timeoutMs, retryAfterMs);
+  // Any failure trips it: a client gives up on a refused connection after its own retries (ioredis's
+  // maxRetriesPerRequest), and an error reply (OOM, READONLY) means the store cannot take ours either.
+  const bounded = breaker(timeoutMs, retryAfterMs, true);
 
   function run(args: string[]): Promise<unknown> {
     return bounded(() => send(args), `miniprof redis store: ${args[0]}`);

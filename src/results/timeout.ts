@@ -37,15 +37,17 @@ export const RETRY_AFTER_MS = 10_000;
  * network partition) would make every call wait `ms`: an opted-in developer's every request,
  * since the opt-in is checked in the store. So once a call times out, the calls of the next
  * `retryAfterMs` are skipped: they reject at once. Then one call tries the store again (the others
- * are still skipped while it runs): an answer, even an error, closes the breaker; another timeout
- * opens it again.
+ * are still skipped while it runs): an answer closes the breaker; another failure opens it again.
+ * With `anyError`, a call that fails in any way trips it too (a Redis client that gives up on a
+ * refused connection after its own retries); without, an error is the store's answer, and only a
+ * timeout trips it (a custom store may refuse one call and answer the next).
  *
- * Reported once: the timeout that opens the breaker rejects as usual (the caller reports it, and
- * its message says calls are skipped); skips and the timeouts of tries that find the store still
+ * Reported once: the failure that opens the breaker rejects as usual (the caller reports it, and
+ * its message says calls are skipped); skips and the failures of tries that find the store still
  * gone are {@link quiet}, so `onInternalError` hears of an outage once, not once per request.
  * `now` is `performance.now()` unless a test moves it.
  */
-export function breaker(ms: number, retryAfterMs: number, now: () => number = () => performance.now()): <T>(call: () => T | PromiseLike<T>, message: string) => Promise<T> {
+export function breaker(ms: number, retryAfterMs: number, anyError = false, now: () => number = () => performance.now()): <T>(call: () => T | PromiseLike<T>, message: string) => Promise<T> {
   /** When the store may be tried again; 0 while it answers. */
   let openUntil = 0;
   /** A try after a skip is running. */
@@ -54,7 +56,7 @@ export function breaker(ms: number, retryAfterMs: number, now: () => number = ()
   let reported = false;
   return function run<T>(call: () => T | PromiseLike<T>, message: string): Promise<T> {
     if (openUntil !== 0 && (trying || now() < openUntil)) {
-      return Promise.reject(quiet(new Error(`${message}: skipped, the store timed out (tried again ${retryAfterMs} ms after)`)));
+      return Promise.reject(quiet(new Error(`${message}: skipped, the store failed (tried again ${retryAfterMs} ms after)`)));
     }
     const isTry = openUntil !== 0;
     if (isTry) trying = true;
@@ -64,20 +66,22 @@ export function breaker(ms: number, retryAfterMs: number, now: () => number = ()
         return v;
       },
       (err: unknown) => {
-        if (!(err instanceof TimeoutError)) {
+        const timedOut = err instanceof TimeoutError;
+        if (!timedOut && !anyError) {
           // The store answered, with an error: it is there.
           closed(isTry);
           throw err;
         }
         if (isTry) trying = false;
         // The store's own breaker timed it out and opened: this one leaves it to that one.
-        if (err.counted) throw err;
-        err.counted = true;
+        if (timedOut && err.counted) throw err;
+        const failure = timedOut ? err : new Error(`${message} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+        if (timedOut) err.counted = true;
         openUntil = now() + retryAfterMs;
-        if (reported) throw quiet(err);
+        if (reported) throw quiet(failure);
         reported = true;
-        err.message += `; the store is skipped for ${retryAfterMs} ms, then tried again (reported once until it answers)`;
-        throw err;
+        failure.message += `; the store is skipped for ${retryAfterMs} ms, then tried again (reported once until it answers)`;
+        throw failure;
       },
     );
   };
