@@ -132,6 +132,8 @@ console.log(JSON.stringify(out));`,
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
+      // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
+      'node:http',
       // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
       'node:module',
       'node:os',

@@ -715,6 +715,32 @@ describe('developer output', () => {
     expect(header(r, 'x-bad')).toBeUndefined();
   });
 
+  it("C4: a valid header and then an invalid one: the developer's 500 carries the app's headers exactly as everyone else's (not the valid one)", async () => {
+    const routes = (a: FastifyInstance) => {
+      a.get('/bad', async (_req, reply) => reply.header('x-ok', 'valid').header('x-bad', 'a\u0000b').type('text/html').send(HTML));
+      // A header the app set on the raw response first: Node then leaves the valid one for everyone.
+      a.get('/raw-first', async (_req, reply) => {
+        reply.raw.setHeader('x-raw', 'first');
+        return reply.header('x-ok', 'valid').header('x-bad', 'a\u0000b').type('text/html').send(HTML);
+      });
+    };
+    const port = await listen(await build(byHeader, routes));
+    const ours = new Set(['date', 'cache-control', 'vary', 'server-timing', 'x-miniprof-id', 'link']);
+    const appOnly = (r: Parsed) => r.lines.filter((l) => !ours.has(l.slice(0, l.indexOf(':')).toLowerCase()));
+    for (const [path, left] of [['/bad', []], ['/raw-first', ['x-raw: first', 'x-ok: valid']]] as const) {
+      const other = parse(await rawGet(port, path));
+      const mine = parse(await rawGet(port, path, dev));
+      expect([other.status, mine.status]).toEqual([500, 500]);
+      expect(mine.body.toString()).toBe(other.body.toString());
+      expect(appOnly(mine), path).toEqual(appOnly(other));
+      for (const line of left) expect(other.lines, path).toContain(line);
+      if (left.length === 0) expect(other.headers.has('x-ok')).toBe(false);
+      // Still a developer's: not cacheable, and timed.
+      expect(header(mine, 'cache-control')).toBe('private, no-store');
+      expect(header(mine, 'server-timing')).toMatch(/total;dur=/);
+    }
+  });
+
   it('A6: cache headers: private, no-store and no ETag; a developer\'s conditional GET gets a fresh 200, not a 304', async () => {
     const app = await build(byHeader, matrixRoutes);
     const port = await listen(app);

@@ -11,7 +11,7 @@ import { monotonic } from '../core/clock.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import { linkHeaders, saveProfile, type HeaderTarget } from '../results/save.js';
-import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow } from './capture.js';
+import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow, type OpenCapture } from './capture.js';
 import type { HttpConfig } from './config.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
@@ -39,7 +39,7 @@ interface Captured {
  * no output at all: `headers()` and `body()` only stop the root, so an adapter may call them or
  * not; on close the profile is kept in the store or let go (see captureDone).
  */
-export class ProfiledResponse implements Expiring {
+export class ProfiledResponse implements Expiring, OpenCapture {
   readonly profile: Profile;
   private readonly cfg: HttpConfig<never>;
   private readonly method: string;
@@ -61,6 +61,8 @@ export class ProfiledResponse implements Expiring {
   private readonly req: unknown;
   /** @internal Set by watch(). */
   deadlineAt = 0;
+  /** @internal When a captured request was sampled, on its profile's clock (capture.ts `maxOpen`). */
+  readonly openedAt: number;
   /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
   prevLink: Linked | null = null;
   /** @internal */
@@ -78,6 +80,7 @@ export class ProfiledResponse implements Expiring {
     // The one way an HTTP request's profile is made, developer's or captured: whatever hooks
     // profile creation (OpenTelemetry's trace id) sees both.
     this.profile = new Profile(`${this.method} ${path}`, core, { method: this.method, path });
+    this.openedAt = this.profile.t0;
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
     // and with it the promise hooks, open forever. The deadline is on real time even when the
     // profile has an injected clock.
@@ -181,14 +184,24 @@ export class ProfiledResponse implements Expiring {
     const c = this.captured;
     if (c === null || !c.open) return;
     c.open = false;
-    this.cfg.capture!.open--;
+    this.cfg.capture!.live.delete(this);
   }
 
   /** maxDurationMs passed with the response still open (SSE, a long poll): seal and save it now. */
   expire(): void {
+    this.sealOpen('sealed after maxDurationMs while the response was still open');
+  }
+
+  /** A captured request open for slowerThanMs makes room for a newer one (capture.ts `maxOpen`). */
+  evict(): void {
+    unwatch(this);
+    this.sealOpen('sealed early: capture.maxOpen sampled requests were open when another was sampled');
+  }
+
+  private sealOpen(warning: string): void {
     try {
       if (this.profile.sealed) return;
-      this.profile.warn(`sealed after maxDurationMs while the response was still open`);
+      this.profile.warn(warning);
       closeProfile(this.profile, this.captured === null);
       // Saved now, not at close: a stream may never close, and its profile is final anyway.
       this.save();
@@ -256,9 +269,10 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
   const c = cfg.capture;
   if (c === null || !sampledNow(c)) return null;
   try {
-    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
+    const p = new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
+    c.live.add(p);
+    return p;
   } catch (err) {
-    c.open--;
     report(cfg.core.onInternalError, err);
     return null;
   }
