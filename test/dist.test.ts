@@ -132,8 +132,6 @@ console.log(JSON.stringify(out));`,
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
-      // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
-      'node:module',
       'node:os',
       'node:perf_hooks',
       'node:util',
