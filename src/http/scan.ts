@@ -17,7 +17,10 @@
  * (test/insert.test.ts).
  */
 
-/** What the scan found: the offset of the last `</body>` tag outside templates (or -1), and whether
+import { after, BANG, commentEnd, GT, isAlpha, lower, nameEnd, QMARK, rawEnd, scriptEnd, selfClosing, SLASH, tagEnd } from './tokens.js';
+
+/**
+ * What the scan found: the offset of the last `</body>` tag outside templates (or -1), and whether
  * the page ended cleanly (in the data state, no template, SVG or MathML open), or why not. */
 export interface Scan {
   lastBodyEnd: number;
@@ -84,13 +87,14 @@ export function scan(s: string): Scan {
       continue;
     }
     const b = nameEnd(s, a);
-    if (s.charCodeAt(b) === GT) { i = b + 1; selfClosing = false; } // most tags: no attributes
-    else i = b < n ? tagEnd(s, b) : -1;
+    // Most tags have no attributes.
+    const bare = s.charCodeAt(b) === GT;
+    i = bare ? b + 1 : b < n ? tagEnd(s, b) : -1;
     if (i === -1) return stop('an unclosed tag');
     if (foreign.length === 0 && (b - a < 3 || b - a > 9)) continue; // p, b, a, li, td…: nothing to track
     const name = lower(s, a, b);
     if (foreign.length > 0) {
-      const why = end ? foreignEnd(foreign, name) : foreignStart(foreign, name, selfClosing, points);
+      const why = end ? foreignEnd(foreign, name) : foreignStart(foreign, name, !bare && selfClosing, points);
       if (why !== null) return stop(why);
       continue;
     }
@@ -112,7 +116,7 @@ export function scan(s: string): Scan {
     // The old and the new (customizable) <select> parsing disagree on raw text and SVG inside it.
     if (select && kind !== K.Script) return stop(`a <${name}> inside a <select>`);
     if (kind === K.Foreign) {
-      if (!selfClosing) { foreign.push(name); points = name === 'svg' ? SVG_POINTS : MATH_POINTS; }
+      if (bare || !selfClosing) { foreign.push(name); points = name === 'svg' ? SVG_POINTS : MATH_POINTS; }
       continue;
     }
     if (kind === K.PlainText) return stop('<plaintext> (the rest of the page is text)');
@@ -138,158 +142,4 @@ function foreignEnd(foreign: string[], name: string): string | null {
   if (at === -1 || name === 'p' || name === 'br') return `a </${name}> inside <${foreign[0]}> that closes no element of it`;
   foreign.length = at;
   return null;
-}
-
-const BANG = 33, DQ = 34, SQ = 39, DASH = 45, SLASH = 47, EQ = 61, GT = 62, QMARK = 63, LT = 60;
-
-function isWs(c: number): boolean {
-  // CR is a line feed once the input stream is preprocessed.
-  return c === 32 || c === 10 || c === 9 || c === 12 || c === 13;
-}
-
-function isAlpha(c: number): boolean {
-  const l = c | 32;
-  return l >= 97 && l <= 122;
-}
-
-/** The offset after `token`'s first occurrence from `from`, or -1. */
-function after(s: string, token: string, from: number): number {
-  const at = s.indexOf(token, from);
-  return at === -1 ? -1 : at + token.length;
-}
-
-/** A comment starting at `lt` (`<!--`) ends at the first `-->` (even `<!-->`, `<!--->`) or `--!>`. */
-function commentEnd(s: string, lt: number): number {
-  const a = s.indexOf('-->', lt + 2);
-  const b = s.indexOf('--!>', lt + 4);
-  if (b !== -1 && (a === -1 || b < a)) return b + 4;
-  return a === -1 ? -1 : a + 3;
-}
-
-function nameEnd(s: string, i: number): number {
-  const n = s.length;
-  for (; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c === GT || c === SLASH || isWs(c)) return i;
-  }
-  return n;
-}
-
-/** ASCII-lowercased tag name (the tokenizer lowercases A–Z only). */
-function lower(s: string, a: number, b: number): string {
-  const t = s.slice(a, b);
-  for (let i = a; i < b; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 65 && c <= 90) return t.replace(/[A-Z]+/g, (u) => u.toLowerCase());
-  }
-  return t;
-}
-
-/** Set by tagEnd: the tag ended in `/>` as the tokenizer reads it (not a `/` inside a value). */
-let selfClosing = false;
-
-/**
- * From just after a tag's name: its attributes, quoted values included, to the offset after its
- * `>`, or -1 when the page ends first. Follows the tokenizer's attribute states.
- */
-function tagEnd(s: string, i: number): number {
-  const n = s.length;
-  selfClosing = false;
-  for (;;) {
-    while (i < n && isWs(s.charCodeAt(i))) i++;
-    if (i >= n) return -1;
-    let c = s.charCodeAt(i);
-    if (c === GT) return i + 1;
-    if (c === SLASH) {
-      if (++i >= n) return -1;
-      if (s.charCodeAt(i) === GT) { selfClosing = true; return i + 1; }
-      continue;
-    }
-    // An attribute's name (its first character may be `=`).
-    for (i++; i < n; i++) {
-      c = s.charCodeAt(i);
-      if (c === GT || c === SLASH || c === EQ || isWs(c)) break;
-    }
-    while (i < n && isWs(s.charCodeAt(i))) i++;
-    if (i >= n) return -1;
-    if (s.charCodeAt(i) !== EQ) continue;
-    for (i++; i < n && isWs(s.charCodeAt(i)); i++);
-    if (i >= n) return -1;
-    c = s.charCodeAt(i);
-    if (c === DQ || c === SQ) {
-      const q = s.indexOf(c === DQ ? '"' : "'", i + 1);
-      if (q === -1) return -1;
-      i = q + 1;
-      continue;
-    }
-    // Unquoted: to whitespace or `>` (a `/` is part of the value).
-    for (; i < n; i++) {
-      c = s.charCodeAt(i);
-      if (c === GT) return i + 1;
-      if (isWs(c)) break;
-    }
-    if (i >= n) return -1;
-  }
-}
-
-/** `</name` (any case) at `i`, followed by whitespace, `/` or `>`: an appropriate end tag. */
-function endTagAt(s: string, i: number, name: string): boolean {
-  for (let k = 0; k < name.length; k++) if ((s.charCodeAt(i + k) | 32) !== name.charCodeAt(k)) return false;
-  const c = s.charCodeAt(i + name.length);
-  return c === GT || c === SLASH || isWs(c);
-}
-
-/** RCDATA or RAWTEXT from `i`: the offset after its end tag `</name …>`, or -1. */
-function rawEnd(s: string, i: number, name: string): number {
-  for (;;) {
-    const at = s.indexOf('</', i);
-    if (at === -1) return -1;
-    if (endTagAt(s, at + 2, name)) return tagEnd(s, at + 2 + name.length);
-    i = at + 2;
-  }
-}
-
-const enum S { Data, Escaped, EscapedDash, EscapedDashDash, Double, DoubleDash, DoubleDashDash }
-
-/**
- * Script data from `i`, with its escaped (`<!--`) and double-escaped (`<!--<script>`) states, in
- * which a `</script>` does not end the script: the offset after its end tag, or -1.
- */
-function scriptEnd(s: string, i: number): number {
-  const n = s.length;
-  let state = S.Data;
-  while (i < n) {
-    if (state === S.Data) {
-      const at = s.indexOf('<', i);
-      if (at === -1) return -1;
-      i = at + 1;
-      const c = s.charCodeAt(i);
-      if (c === SLASH && endTagAt(s, i + 1, 'script')) return tagEnd(s, i + 7);
-      if (c === BANG && s.charCodeAt(i + 1) === DASH && s.charCodeAt(i + 2) === DASH) {
-        i += 3;
-        state = S.EscapedDashDash;
-      }
-      continue;
-    }
-    const c = s.charCodeAt(i);
-    if (c === LT) {
-      i++;
-      const d = s.charCodeAt(i);
-      if (state <= S.EscapedDashDash) {
-        if (d === SLASH && endTagAt(s, i + 1, 'script')) return tagEnd(s, i + 7);
-        state = S.Escaped;
-        if (isAlpha(d) && endTagAt(s, i, 'script')) { state = S.Double; i += 7; }
-      } else {
-        state = S.Double;
-        if (d === SLASH && endTagAt(s, i + 1, 'script')) { state = S.Escaped; i += 8; }
-      }
-      continue;
-    }
-    i++;
-    const escaped: boolean = state <= S.EscapedDashDash;
-    if (c === DASH) state = state === S.Escaped ? S.EscapedDash : state === S.Double ? S.DoubleDash : escaped ? S.EscapedDashDash : S.DoubleDashDash;
-    else if (c === GT && (state === S.EscapedDashDash || state === S.DoubleDashDash)) state = S.Data;
-    else state = escaped ? S.Escaped : S.Double;
-  }
-  return -1;
 }
