@@ -12,7 +12,7 @@ const block = (i) =>
 const realistic =
   '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Orders</title><link rel="stylesheet" href="/app.css">' +
   '<style>.card{border:1px solid #ccc}.lines td{padding:2px}</style><script src="/app.js" defer></script></head><body><nav><a href="/">Home</a> <a href="/orders">Orders</a></nav><main>' +
-  Array.from({ length: 100 }, (_, i) => block(i)).join('') +
+  Array.from({ length: 130 }, (_, i) => block(i)).join('') +
   '</main><footer><p>&copy; Example</p></footer></body></html>';
 
 /** The review's messy megabyte: user content with misnested tags. */
