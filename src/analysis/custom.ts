@@ -1,5 +1,6 @@
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
+import { isPlumbing } from './plumbing.js';
 import { unionMs } from './wall.js';
 
 export interface CustomAnalysis {
@@ -26,7 +27,8 @@ interface Group {
   durationMs: number;
   id: number;
   category: string;
-  shape: string;
+  /** The first member's masked command: what the group's rows show, and so what it shows. */
+  command: string;
 }
 
 /** Microsecond precision, as everywhere in the JSON. */
@@ -40,11 +42,20 @@ function us(ms: number): number {
  * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
  *
  * A duplicate is the same category, the same command and the same values: the raw command is
- * compared, and instrumentations append values sent apart from the text (pg's `$1`) to it before
- * this runs (src/instrument/record.ts withParams). A command cut at `maxCommandLength` may differ
- * from another only past the cut, so it is never called a duplicate; it can still be similar.
+ * compared, with `values` (a digest of the parameters a client sent apart from the text, see
+ * `CustomNode.values`) when it has one. A command with placeholders (`$1`, `?`, `:name`, `@p1`)
+ * and no digest ran with values nobody knows (OpenTelemetry's instrumentation-pg without
+ * `enhancedDatabaseReporting`): never a duplicate, as two of them may well differ. A command cut
+ * at `maxCommandLength` may differ from another only past the cut, so it is never called a
+ * duplicate either; both can still be similar. Plumbing (a pool checkout, see plumbing.ts) is
+ * neither.
  */
-export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxCommandLength: number): CustomAnalysis | undefined {
+export function analyseCustom(
+  root: TimingJSON,
+  redactCommands: boolean,
+  maxCommandLength: number,
+  valuesOf: (c: CustomTimingJSON) => string | undefined = NO_VALUES,
+): CustomAnalysis | undefined {
   const all: CustomTimingJSON[] = [];
   const stack: TimingJSON[] = [root];
   while (stack.length > 0) {
@@ -61,19 +72,28 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
   const shapes = new Map<string, string>();
   const groups = new Map<string, Group>();
   const keys: string[] = [];
+  // Per timing, its key for duplicates: '' where it can never be one.
+  const exactKeys: string[] = [];
   for (const c of all) {
-    const key = `${c.category}\0${c.command}`;
-    exact.set(key, (exact.get(key) ?? 0) + 1);
     let shape = shapes.get(c.command);
     if (shape === undefined) {
       const m = redact(c.command);
       masked.set(c.command, m);
       shapes.set(c.command, (shape = shapeOf(m)));
     }
+    if (isPlumbing(c.category)) {
+      exactKeys.push('');
+      keys.push('');
+      continue;
+    }
+    const values = valuesOf(c);
+    const key = values === undefined && PLACEHOLDER.test(c.command) && !c.command.includes(PARAMS) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    exactKeys.push(key);
+    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
     const g = groups.get(gkey);
-    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, shape });
+    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, command: masked.get(c.command)! });
     else {
       g.count++;
       g.durationMs += c.durationMs;
@@ -95,16 +115,17 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
     cat.count++;
     cat.durationMs += c.durationMs;
     spans.get(c.category)!.push(c.startMs, c.startMs + c.durationMs);
-    if (exact.get(`${c.category}\0${c.command}`)! > 1 && !wasCut(c.command, maxCommandLength)) {
+    const key = exactKeys[i]!;
+    if (key !== '' && exact.get(key)! > 1 && !wasCut(c.command, maxCommandLength)) {
       c.duplicate = true;
       cat.duplicate++;
     }
-    const g = groups.get(keys[i]!)!;
-    if (g.count > 1) {
+    const g = keys[i] === '' ? undefined : groups.get(keys[i]!)!;
+    if (g !== undefined && g.count > 1) {
       if (g.id === 0) {
         g.id = similar.length + 1;
-        similar.push({ id: g.id, category: g.category, command: g.shape, count: g.count, durationMs: us(g.durationMs) });
-        bound += ITEM_BOUND + 6 * (g.category.length + g.shape.length);
+        similar.push({ id: g.id, category: g.category, command: g.command, count: g.count, durationMs: us(g.durationMs) });
+        bound += ITEM_BOUND + 6 * (g.category.length + g.command.length);
       }
       c.similar = g.id;
       cat.similar++;
@@ -120,6 +141,20 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
   }
   return { customSummary, similar, bound };
 }
+
+const NO_VALUES = (): undefined => undefined;
+
+/**
+ * A parameter placeholder: PostgreSQL's `$1`, `?` (mysql2, SQLite, ODBC), `:name` / `:1` (Oracle,
+ * SQLite), `@name` (SQL Server). `::int` is a cast, not a `:name`.
+ */
+const PLACEHOLDER = /\$\d|(?:^|[\s(,=<>])(?:\?(?=$|[\s),;])|(?<!:):(?!:)\w|@\w)/;
+
+/**
+ * What withParams (src/instrument/record.ts) appends when it carries the values in the text: such
+ * a command's values are known. Gone once every source sets `CustomNode.values` instead.
+ */
+const PARAMS = '/* params: ';
 
 /** Cut by toText (src/core/names.ts): `...` at the end, at the limit or one short of it (a pair). */
 function wasCut(command: string, max: number): boolean {

@@ -3,6 +3,7 @@ import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
 import { analyseFanOut } from '../analysis/fanout.js';
+import { analyseNPlusOne } from '../analysis/nplusone.js';
 import { attributeStalls, MAX_STALLS, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
@@ -309,6 +310,7 @@ export class Profile implements Linked {
     customsNow = this.customs;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
+    valuesNow = null;
     wide = false;
     let root: TimingJSON;
     try {
@@ -336,10 +338,12 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
+    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, valuesOf) : undefined;
+    valuesNow = null;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
+      boundNow += analyseNPlusOne(root, custom.similar);
     }
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
@@ -487,7 +491,22 @@ function parallelism(t: TimingJSON): void {
     if (c.startMs < end) overlapped = true;
     if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;
   }
-  if (overlapped) t.parallelism = Math.round((sum / t.durationMs) * 100) / 100;
+  // Shown with one decimal: only what reads as more than x1.0 says that work overlapped.
+  const p = Math.round((sum / t.durationMs) * 100) / 100;
+  if (overlapped && p >= PARALLEL_FROM) t.parallelism = p;
+}
+
+/** The least `parallelism` shown: x1.1 once rounded to one decimal. */
+const PARALLEL_FROM = 1.05;
+
+/**
+ * The values digest of the custom timings of the snapshot being made (CustomNode.values), for
+ * analyseCustom's duplicates; not in the JSON, which never carries anything of the values.
+ */
+let valuesNow: Map<CustomTimingJSON, string> | null = null;
+
+function valuesOf(c: CustomTimingJSON): string | undefined {
+  return valuesNow === null ? undefined : valuesNow.get(c);
 }
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
@@ -503,6 +522,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
   if ((c.flags & F_TRACED) !== 0) out.traced = true;
+  if (c.values !== undefined) (valuesNow ??= new Map()).set(out, c.values);
   return out;
 }
 
