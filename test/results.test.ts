@@ -59,8 +59,8 @@ const isDeveloper = (req: { headers: http.IncomingHttpHeaders }) => req.headers[
 
 async function page(): Promise<string> {
   await step('load <user> & "friends"', async () => {
-    await timing('sql', 'select * from users where id = ?', async () => {});
-    await timing('sql', 'select * from users where id = ?', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
   });
   return '<!doctype html><html><body><p>hi</p></body></html>';
 }
