@@ -56,7 +56,7 @@ beforeAll(async () => {
     });
     res.type('html').send('<html><body>authors</body></html>');
   });
-  await new Promise<void>((r) => (server = app.listen(0, '127.0.0.1', r)));
+  await new Promise<void>((r) => (server = app.listen(0, '127.0.0.1', () => r())));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
