@@ -342,7 +342,7 @@ function foldHead(p: ProfileJSON, list: readonly Row[], f: Fold, scale: number):
   }
   const wall = unionMs(pairs, Infinity);
   const range = lo === hi ? `${msText(lo)} each` : `${msText(lo)}–${msText(hi)} each`;
-  const summed = heads.length > 1 && Math.abs(sum - wall) >= 0.05 ? `<span class="range" title="the members' durations added up">${escapeHtml(msText(sum))} summed</span>` : '';
+  const summed = heads.length > 1 && Math.abs(sum - wall) >= 0.05 ? `<span class="range" title="their durations added up">${escapeHtml(msText(sum))} summed</span>` : '';
   return (
     `<tr class="fold-head ${first.kind}"><td class="name d${d}"><details><summary><span class="count">${heads.length} ×</span> ${name}</summary></details></td>` +
     `<td class="bar">${bars(heads, scale)}</td><td class="num"></td><td class="num">${escapeHtml(msText(wall))}</td>` +
