@@ -290,6 +290,9 @@ async function check(planted: Planted, kind: 'memory' | 'redis'): Promise<void> 
   for (const what of Object.keys(MALFORMED)) {
     const html = (await raw(port, { path: `/_miniprof/${ids[what]}` })).payload.toString();
     expect(html, what).toMatch(/<p class="error">This stored profile cannot be shown: [^<]+\.<\/p>/);
+    // The text tree says the same in one line, never the stored text.
+    const txt = (await raw(port, { path: `/_miniprof/${ids[what]}.txt` })).payload.toString();
+    expect(txt, what).toMatch(/^miniprof: this stored profile cannot be shown: [\w.[\] ]+\.\n$/);
   }
   expect((await raw(port, { path: `/_miniprof/${ids['numbers that are strings']}` })).payload.toString()).toContain('profile.root.parallelism is not a number');
   const deepPage = (await raw(port, { path: `/_miniprof/${ids.deep}` })).payload.toString();
