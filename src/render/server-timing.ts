@@ -1,10 +1,11 @@
 import { codedError, describe } from '../core/errors.js';
 import type { CategorySummaryJSON, ProfileJSON, TimingJSON } from '../core/types.js';
-import { summarize, unionMs } from '../analysis/wall.js';
+import { summarize } from '../analysis/wall.js';
 import { isPlumbing } from '../analysis/plumbing.js';
-import { stepNotes, type NoteStyle } from './marks.js';
+import { stepNotes } from './marks.js';
+import { describedStep, groupDesc, NOTES, sameNamed, wallOf } from './step-metrics.js';
 import { dataOf, type Renderable } from './data.js';
-import { blockingNote, ms1 } from './format.js';
+import { ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 
 export interface ServerTimingOptions {
@@ -66,18 +67,18 @@ const SEP = ', ';
 function metrics(p: ProfileJSON, list: string[] | null): string {
   let all = '';
   const top = p.root.children;
-  const groups = top.length > 1 ? sameNamed(top) : null;
+  const groups = top.length > 1 ? sameNamed(top, token) : null;
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
     const group = groups === null ? undefined : groups.get(token(c.name));
     if (group !== undefined) {
       // Said once, at its first step.
-      if (group[0] === c) all = add(list, all, groupMetric(group, p.root));
+      if (group[0] === c) all = add(list, all, metric(c.name, wallOf(group), groupDesc(group, p.root, token)));
       continue;
     }
     const notes = stepNotes(c, NOTES);
     // DevTools shows only name and desc: say there what the step's line says.
-    if (c.blocking === true || notes.length > 0) all = add(list, all, metric(c.name, c.durationMs, described(c, notes)));
+    if (c.blocking === true || notes.length > 0) all = add(list, all, metric(c.name, c.durationMs, describedStep(c, notes)));
     else if (list === null) all += stepMetric(c.name, c.durationMs, 2);
     else list.push(stepMetric(c.name, c.durationMs, 1));
   }
@@ -90,63 +91,6 @@ function metrics(p: ProfileJSON, list: string[] | null): string {
   }
   if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
   return all;
-}
-
-/** Server-Timing's notes: ASCII, and no command (its commas would read as metric boundaries). */
-const NOTES: NoteStyle = { times: 'x', text: (x) => x, commands: false };
-
-/** `name (blocking: …) (N+1: …) (serialized: …)`: the step's line after its duration. */
-function described(t: TimingJSON, notes: string[]): string {
-  let d = t.blocking === true ? `${t.name} (${blockingNote(t)})` : t.name;
-  for (let i = 0; i < notes.length; i++) d += ` (${notes[i]})`;
-  return d;
-}
-
-/**
- * The top-level steps whose metric name comes back, by that name, each group in tree order; null
- * when none does (most requests: a Set, no Map).
- */
-function sameNamed(top: TimingJSON[]): Map<string, TimingJSON[]> | null {
-  const seen = new Set<string>();
-  let again: Set<string> | null = null;
-  for (let i = 0; i < top.length; i++) {
-    const t = token(top[i]!.name);
-    if (seen.has(t)) (again ??= new Set()).add(t);
-    else seen.add(t);
-  }
-  if (again === null) return null;
-  const groups = new Map<string, TimingJSON[]>();
-  for (let i = 0; i < top.length; i++) {
-    const c = top[i]!;
-    const t = token(c.name);
-    if (!again.has(t)) continue;
-    const g = groups.get(t);
-    if (g === undefined) groups.set(t, [c]);
-    else g.push(c);
-  }
-  return groups;
-}
-
-/**
- * One metric for several top-level steps of one name: `dur` their wall time (the union of their
- * intervals: ten parallel 8 ms steps take 8 ms, not 80), the count in `desc`, with the root's
- * verdict on them when it has one (`10 x article toJSON: 8.1 at once`) and how many blocked.
- */
-function groupMetric(group: TimingJSON[], root: TimingJSON): string {
-  const pairs: number[] = [];
-  let blocked = 0;
-  for (const t of group) {
-    pairs.push(t.startMs, t.startMs + t.durationMs);
-    if (t.blocking === true) blocked++;
-  }
-  const first = group[0]!;
-  let desc = `${group.length} x ${first.name}`;
-  const f = root.fanOut;
-  if (root.concurrency !== undefined && f !== undefined && f.category === undefined && token(f.name) === token(first.name)) {
-    desc += root.serialized === true ? ' (ran one at a time)' : ` (${ms1(root.concurrency)} at once)`;
-  }
-  if (blocked > 0) desc += ` (${blocked} blocking)`;
-  return metric(first.name, unionMs(pairs, Infinity), desc);
 }
 
 function add(list: string[] | null, all: string, m: string): string {
