@@ -94,7 +94,11 @@ async function pageWork(): Promise<void> {
     await wait(2);
     await timing('sql', 'select * from users where id = ?', () => wait(11));
     await step('load posts', async () => {
-      for (let i = 0; i < 3; i++) await timing('sql', 'select * from posts where user_id = ?', () => wait(6.5));
+      for (let i = 0; i < 3; i++) {
+        // A pool checkout before each query (plumbing, as OpenTelemetry's pg-pool.connect spans).
+        await timing('connect', 'pg-pool.connect', () => wait(0));
+        await timing('sql', 'select * from posts where user_id = ?', () => wait(6.5));
+      }
     });
     await wait(1);
   });
@@ -262,9 +266,13 @@ describe.each(['express', 'fastify'] as const)('%s', (framework) => {
         'load user 33.5 ms',
         'sql select * from users where id = ? 11.0 ms',
         'load posts N+1 ×3 19.5 ms',
+        // The first checkout comes before the run; the others, between its members, fold with them.
+        'connect pg-pool.connect 0.0 ms',
         '▸ sql 3 × select * from posts where user_id = ? 19.5 ms',
         `hidden: ${member}`,
+        'hidden: connect pg-pool.connect 0.0 ms',
         `hidden: ${member}`,
+        'hidden: connect pg-pool.connect 0.0 ms',
         `hidden: ${member}`,
         'http GET https://api.example.com/avatar 23.0 ms',
         'render blocking 9.3 ms',
@@ -361,7 +369,7 @@ test('at 420 px the tree keeps its commands readable: no bars, commands wrap in 
   const cells = await panel.locator('tr.c .tx, tr.fold .tx').evaluateAll((els) =>
     els.map((e: any) => ({ text: e.textContent, w: e.getBoundingClientRect().width, sw: e.scrollWidth, cw: e.clientWidth, sh: e.scrollHeight, ch: e.clientHeight })),
   );
-  expect(cells.length).toBe(6);
+  expect(cells.length).toBe(9);
   const panelWidth = (await panel.boundingBox())!.width;
   // calc(100vw - 24px) and its 1 px borders.
   expect(panelWidth).toBeLessThanOrEqual(420 - 24 + 2);
