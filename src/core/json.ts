@@ -59,6 +59,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
   return b + 1;
 }
 

@@ -3,6 +3,7 @@ import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
 import { analyseFanOut } from '../analysis/fanout.js';
+import { analyseNPlusOne } from '../analysis/nplusone.js';
 import { attributeStalls, MAX_STALLS, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
@@ -343,6 +344,7 @@ export class Profile implements Linked {
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
+      boundNow += analyseNPlusOne(root, custom.similar);
     }
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
@@ -495,8 +497,13 @@ function parallelism(t: TimingJSON): void {
     if (c.startMs < end) overlapped = true;
     if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;
   }
-  if (overlapped) t.parallelism = Math.round((sum / t.durationMs) * 100) / 100;
+  // Shown with one decimal: only what reads as more than x1.0 says that work overlapped.
+  const p = Math.round((sum / t.durationMs) * 100) / 100;
+  if (overlapped && p >= PARALLEL_FROM) t.parallelism = p;
 }
+
+/** The least `parallelism` shown: x1.1 once rounded to one decimal. */
+const PARALLEL_FROM = 1.05;
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   const running = c.durationUs === RUNNING;
