@@ -12,8 +12,8 @@ import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, T
  * With a function, `fn` runs as the parent of every step it starts (also across `await` and
  * inside `Promise.all`), and `step` returns what `fn` returns, rethrowing the very error it
  * throws. When `fn` returns a promise or any thenable, `step` returns a native promise that
- * settles the same way once the step has been stopped (a lazy thenable runs exactly once, and
- * an unhandled rejection stays unhandled, and visible).
+ * settles the same way once the step has been stopped (a lazy thenable, such as a query builder,
+ * runs exactly once and inside the step, and an unhandled rejection stays unhandled, and visible).
  *
  * Without a function it returns a {@link Timing} for `using t = step('x')` or `t.stop()`; it is
  * the parent of the steps that follow it in the same async context until it stops. Use the
@@ -153,7 +153,9 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
       },
     ) as T;
   }
-  return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
+  // A thenable's `then` is called inside the step: a lazy one (a knex or Bookshelf query builder)
+  // only starts its work there, and that work belongs under the step, not beside it.
+  return runStep(t, () => settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR))) as T;
 }
 
 const nativeThen = Promise.prototype.then;
@@ -199,7 +201,8 @@ function thenOf(r: unknown, profile: Profile): Then | undefined {
 
 /**
  * Return a native promise that settles as `r` does, after the timing ended. `then` is called once,
- * so a lazy thenable (a query builder) runs once; the error is the very object `r` rejected
+ * now, in the caller's async context (for a step: the step's own, see run), so a lazy thenable (a
+ * query builder) runs once, and where its step can see it; the error is the very object `r` rejected
  * with, and if the app never handles the returned promise Node still reports the rejection.
  * A plain native promise is chained directly; anything else (a subclass whose constructor takes
  * other arguments, a thenable whose `then` returns nothing) goes through a fresh native promise.
