@@ -4,7 +4,8 @@ import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
 import { instrument } from '../instrument/channels.js';
 import { Profile } from './profile.js';
-import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { ranSinceTickUs } from '../analysis/loop.js';
 
 /**
  * Time a block of code as a step of the current request's profile.
@@ -136,10 +137,12 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
   const then = thenOf(r, profile);
   if (then === undefined) {
     t.end(profile, F_SYNC);
+    if (t.durationUs > profile.config.blockingMs * 1000) offCpu(profile, t);
     return r;
   }
   // The part before the first await: the event loop was blocked for this long.
   t.syncUs = profile.nowUs() - t.startUs;
+  if (t.syncUs > profile.config.blockingMs * 1000) offCpu(profile, t);
   if (then === nativeThen && r instanceof Promise && r.constructor === Promise) {
     // The common case, a native promise: two closures per step instead of settle()'s four.
     return r.then(
@@ -159,6 +162,17 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
 }
 
 const nativeThen = Promise.prototype.then;
+
+/**
+ * A synchronous part that ran longer than `blockingMs` by the clock: the loop cannot tick during
+ * it, so the CPU time since the monitor's last tick bounds what the step itself ran. When even
+ * that is within `blockingMs`, the process was starved or paused, and the step is not flagged.
+ * Read only here, for the rare long part: a CPU reading costs about as much as a whole step.
+ */
+function offCpu(profile: Profile, t: TimingNode): void {
+  const ran = ranSinceTickUs(profile);
+  if (ran >= 0 && ran <= profile.config.blockingMs * 1000) t.flags |= F_OFF_CPU;
+}
 
 function open(scope: TimingNode<Profile>, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);

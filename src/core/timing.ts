@@ -37,8 +37,13 @@ export const F_SYNC = 4;
 export const F_TRACED = 8;
 /** A custom timing a span opened and will close (not one miniprof's own instrumentation took over). */
 export const F_SPAN = 16;
+/**
+ * A step whose synchronous part took longer than `blockingMs` by the clock while the process had
+ * less CPU time than that: the machine was busy (or the process paused), the step did not block.
+ */
+export const F_OFF_CPU = 32;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 4;
+const DEPTH_SHIFT = 6;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -95,7 +100,7 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
-  /** F_ERROR, F_USING, F_SYNC, F_TRACED, and the depth above them. */
+  /** F_ERROR, F_USING, F_SYNC, F_TRACED, F_OFF_CPU, and the depth above them. */
   flags: number;
   children: TimingNode<P>[] | null;
   parent: TimingNode<P> | null;

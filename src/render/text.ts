@@ -21,7 +21,8 @@ export interface TextOptions {
  * once)` for children started together (src/analysis/fanout.ts). Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
- * masked shape, and `!` lines for a stalled event loop, dropped steps and warnings. User text is
+ * masked shape, and `!` lines for a stalled event loop, a process that did not run, a first
+ * request's startup work, dropped steps and warnings. User text is
  * escaped so it can neither forge a line nor close an HTML comment.
  *
  * @example
@@ -44,10 +45,22 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
+  out += runNotes(p);
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
   // Indexed loops over the JSON's arrays: see collect() in server-timing.ts.
   const warnings = p.warnings;
   for (let i = 0; i < warnings.length; i++) out += `! ${escapeText(warnings[i]!, ascii)}\n`;
+  return out;
+}
+
+/**
+ * The profile's notes on time that was not the steps' own: the process not running at all (a busy
+ * machine, a pause), and a first request's startup work. Numbers only: nothing to escape.
+ */
+function runNotes(p: ProfileJSON): string {
+  let out = '';
+  if (typeof p.notRunMs === 'number') out += `! the process did not run for ${ms1(p.notRunMs)}ms while this profile was open (a busy machine or a pause): not counted against any step\n`;
+  if (p.startup === true) out += '! first request since the process started: blocking here may be one-time startup work (module loading, compilation)\n';
   return out;
 }
 
