@@ -12,6 +12,8 @@ export interface Watched extends Linked {
   loopDelayMs: number;
   /** The first profile measured in this process: its stalls may be startup work (set here). */
   startup: boolean;
+  /** The thread's CPU time (µs) when it opened (set here): what ran before is not its work. */
+  cpu0: number;
   addStall(fromUs: number, toUs: number, shared: boolean, cpuUs: number): void;
 }
 
@@ -58,11 +60,13 @@ let measuredBefore = false;
  * that arrived right after someone's stall) was not there for all of it. Its `t0` is on this same
  * clock: only default-clock profiles are sampled.
  */
-function creditOne(p: Watched, lag: number, now: number, shared: boolean, ranMs: number): void {
+function creditOne(p: Watched, lag: number, now: number, shared: boolean, cpu: number): void {
   const seen = Math.min(lag, now - p.t0);
   if (seen <= 0) return;
-  // Of the stall the process ran at most its CPU time since the last tick: its own work. The rest
-  // it was not running (src/analysis/blocking.ts keeps it apart).
+  // Of the stall the process ran at most its CPU time since the last tick (or since the profile
+  // opened, if later): its own work. The rest it was not running (src/analysis/blocking.ts keeps
+  // it apart).
+  const ranMs = (cpu - (p.cpu0 > lastCpu ? p.cpu0 : lastCpu)) / 1000;
   const held = ranMs < seen ? ranMs : seen;
   if (held > p.loopDelayMs) p.loopDelayMs = held;
   // Kept for attribution to the steps open then (src/analysis/blocking.ts): from the tick's due
@@ -79,7 +83,7 @@ function tick(): void {
   const now = performance.now();
   const cpu = cpuUs();
   const lag = now - last - RESOLUTION_MS;
-  if (lag > 0) for (const p of open) creditOne(p, lag, now, open.size > 1, (cpu - lastCpu) / 1000);
+  if (lag > 0) for (const p of open) creditOne(p, lag, now, open.size > 1, cpu);
   last = now;
   lastCpu = cpu;
   // A profile sealed without closeProfile (by hand) must not keep the timer going.
@@ -95,13 +99,14 @@ function stop(): void {
 /** @internal A profile was entered. */
 export function loopOpened(profile: Watched): void {
   if (profile.config.clock !== monotonic || !open.add(profile)) return;
+  profile.cpu0 = cpuUs();
   if (!measuredBefore) {
     measuredBefore = true;
     profile.startup = true;
   }
   if (timer === null) {
     last = performance.now();
-    lastCpu = cpuUs();
+    lastCpu = profile.cpu0;
     timer = setInterval(tick, RESOLUTION_MS);
     timer.unref();
   }
@@ -114,7 +119,7 @@ export function loopOpened(profile: Watched): void {
 export function loopCredit(profile: Watched): void {
   if (!open.has(profile)) return;
   const now = performance.now();
-  creditOne(profile, now - last - RESOLUTION_MS, now, open.size > 1, (cpuUs() - lastCpu) / 1000);
+  creditOne(profile, now - last - RESOLUTION_MS, now, open.size > 1, cpuUs());
 }
 
 /**
@@ -124,7 +129,7 @@ export function loopCredit(profile: Watched): void {
  * doing, not the step's (src/core/step.ts).
  */
 export function ranSinceTickUs(profile: Watched): number {
-  return timer !== null && open.has(profile) ? cpuUs() - lastCpu : -1;
+  return timer !== null && open.has(profile) ? cpuUs() - (profile.cpu0 > lastCpu ? profile.cpu0 : lastCpu) : -1;
 }
 
 /** @internal A profile is about to be sealed: credit the stall since the last tick, then let go. */

@@ -60,6 +60,8 @@ export class Profile implements Linked {
   entered: boolean;
   /** @internal The first profile the event-loop monitor measured in this process (src/analysis/loop.ts). */
   startup: boolean;
+  /** @internal The thread's CPU time (µs) as the monitor began measuring it (src/analysis/loop.ts). */
+  cpu0: number;
   /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
   prevLink: Linked | null;
   /** @internal */
@@ -94,6 +96,7 @@ export class Profile implements Linked {
     this.stalls = null;
     this.entered = false;
     this.startup = false;
+    this.cpu0 = 0;
     this.prevLink = null;
     this.nextLink = null;
     this.sealedJSON = null;
