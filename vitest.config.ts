@@ -13,6 +13,7 @@ export const SERVICE_TESTS = [
   'test/capture.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
+  'test/load-verdicts.test.ts',
   'test/instrument-pg-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',
@@ -24,6 +25,7 @@ export const SERVICE_TESTS = [
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
+  'test/step-knex.test.ts',
 ];
 
 /**
