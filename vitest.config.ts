@@ -9,6 +9,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  */
 export const SERVICE_TESTS = [
   'test/badge-browser.test.ts',
+  'test/bluebird-context.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/insert.test.ts',

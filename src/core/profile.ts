@@ -5,6 +5,7 @@ import { analyseCustom } from '../analysis/custom.js';
 import { analyseFanOut } from '../analysis/fanout.js';
 import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
+import { warnLostContext } from './lost-context.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
@@ -52,6 +53,7 @@ export class Profile implements Linked {
   private sealedBound: number;
   private extraWarnings: number;
   private clockFailed: boolean;
+  private lateWarned: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
   /** @internal Stalls of more than `blockingMs` seen while open (src/analysis/blocking.ts); null until one. */
@@ -107,6 +109,7 @@ export class Profile implements Linked {
     this.sealedBound = -1;
     this.extraWarnings = 0;
     this.clockFailed = false;
+    this.lateWarned = false;
     this.pending = null;
     this.trace = activeTrace(config);
     // A trace the sampler dropped is nowhere to link to; its spans may still join (MiniprofSampler).
@@ -194,6 +197,19 @@ export class Profile implements Linked {
     else if (s.length < STALL * MAX_STALLS) s.push(fromUs, toUs, shared ? 1 : 0, cpuUs);
   }
 
+  /**
+   * @internal Work was recorded after the step it ran in had ended (src/core/timing.ts parentIn):
+   * one warning per profile, naming the first such step.
+   */
+  lateWork(ended: string, at: string): void {
+    if (this.lateWarned) return;
+    this.lateWarned = true;
+    this.warn(
+      `work was recorded after its step "${ended}" had ended, and is shown under "${at}": the step did not await it, ` +
+        'or a library lost the async context on the way (a promise library without async hooks). Await the work inside its step.',
+    );
+  }
+
   /** @internal Warnings are bounded like everything else a request can make. */
   warn(message: string): void {
     if (this.warnings.length < MAX_WARNINGS) this.warnings.push(message);
@@ -259,6 +275,7 @@ export class Profile implements Linked {
     if (this.sealedJSON !== null) return this.sealedJSON;
     // A stall in the work that just finished the response is seen before the monitor's next tick.
     loopCredit(this);
+    warnLostContext(this);
     sawRunning = false;
     const json = this.snapshot(false);
     // A running step or custom timing would be measured to a later "now" at the seal.

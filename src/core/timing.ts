@@ -7,6 +7,8 @@ import type { SqlDialect } from './types.js';
 export interface NodeOwner {
   nowUs(): number;
   warn(message: string): void;
+  /** Work arrived under a step that had ended (see parentIn): said once per profile. */
+  lateWork(ended: string, at: string): void;
 }
 
 /**
@@ -155,13 +157,18 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
 }
 
 /**
- * The parent for a new step opened in `scope`: the innermost open `using` timing there, else the
- * scope itself; a stopped one gives way to its nearest running ancestor (a timer that fires
- * after its step ended still lands in the tree, one level up).
+ * The parent for a new step or custom timing opened in `scope`: the innermost open `using`
+ * timing there, else the scope itself; a stopped one gives way to its nearest running ancestor
+ * (a timer that fires after its step ended still lands in the tree, one level up). That is work
+ * the step did not wait for, or an async context a library lost on the way (a promise library
+ * without async hooks): the profile says so, rather than showing it somewhere else in silence.
  */
 export function parentIn<P extends NodeOwner>(scope: TimingNode<P>): TimingNode<P> {
   let p = scope.link ?? scope;
+  if (p.durationUs === RUNNING || p.parent === null) return p;
+  const ended = p;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
+  ended.profile?.lateWork(ended.name, p.name);
   return p;
 }
 
