@@ -21,7 +21,7 @@ afterEach(async () => {
   app = undefined;
 });
 
-async function page(handler: Parameters<FastifyInstance['get']>[1]): Promise<string> {
+async function page(handler: (req: unknown, reply: never) => Promise<unknown>): Promise<string> {
   app = Fastify();
   await app.register(miniprof);
   await app.register(fastifyView, { engine: { ejs }, root });
