@@ -1,5 +1,6 @@
 import dc from 'node:diagnostics_channel';
 import type { ClientRequest } from 'node:http';
+import { mssqlChannels } from './mssql.js';
 import { closeCall, openCall, withParams, type OpenCall } from './record.js';
 
 /**
@@ -42,6 +43,8 @@ export function instrument(): void {
   traced('mysql2:query', 'mysql2', 'sql', sqlOf);
   // execute() sends its values apart from the text (a prepared statement).
   traced('mysql2:execute', 'mysql2', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
+  // mssql 12.7+ (src/instrument/mssql.ts).
+  mssqlChannels();
 }
 
 type Ctx = Record<string, unknown> & { error?: unknown };
