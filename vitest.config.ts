@@ -12,6 +12,7 @@ export const SERVICE_TESTS = [
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/data-layers-pg.test.ts',
+  'test/field/express-knex.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',
@@ -31,7 +32,7 @@ export const SERVICE_TESTS = [
  * Test files that load the built dist/, which `npm test` builds first and `test:quick` does not
  * (test/otel3.test.ts also needs test/otel3's own install, which `npm test`'s pretest makes).
  */
-export const BUILD_TESTS = ['test/dist.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/pack.test.ts', 'test/soak.test.ts'];
+export const BUILD_TESTS = ['test/dist.test.ts', 'test/field/express-knex.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/pack.test.ts', 'test/soak.test.ts'];
 
 export default defineConfig({
   test: {
