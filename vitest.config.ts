@@ -11,6 +11,7 @@ export const SERVICE_TESTS = [
   'test/badge-browser.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
+  'test/data-layers-mysql.test.ts',
   'test/data-layers-pg.test.ts',
   'test/field/express-knex.test.ts',
   'test/insert.test.ts',
