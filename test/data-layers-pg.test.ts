@@ -18,7 +18,7 @@ import { currentProfile, instrument, step, withProfile } from '../src/index.js';
 import { startPostgres, type PostgresServer } from './helpers/postgres.js';
 
 let server: PostgresServer;
-const conn = (): pg.PoolConfig => ({ host: '127.0.0.1', port: server.port, user: 'postgres', database: 'postgres' });
+const conn = (): { host: string; port: number; user: string; database: string } => ({ host: '127.0.0.1', port: server.port, user: 'postgres', database: 'postgres' });
 
 beforeAll(async () => {
   server = await startPostgres();

@@ -24,7 +24,8 @@ const DONE = Symbol('miniprof.mongodb');
  * this is a TypeError rather than a silent no-op.
  *
  * The command is `<name> <collection> <what it matches>`, every value masked:
- * `find users {"email":?}`, `update users [{"q":{"_id":?}}]`, `insert users (2 documents)`.
+ * `find users {email:?}`, `update users [{q:{_id:?}}]`, `insert users`. Keys are written bare
+ * (not as JSON strings): the profile's SQL-style masking would read a quoted key as a literal.
  */
 export function instrumentMongo(client: MongoClientLike): void {
   const c = client as MongoClientLike & { [DONE]?: true };
@@ -55,24 +56,20 @@ export function mongoCommand(e: CommandStarted): string {
   const name = e.commandName;
   const target = e.command?.[name];
   let out = typeof target === 'string' ? `${name} ${target}` : name;
-  if (name === 'insert' && Array.isArray(e.command.documents)) return `${out} (${e.command.documents.length} documents)`;
   const part = SHAPE[name];
   if (part !== undefined && e.command[part] !== undefined) {
     const shown = name === 'update' || name === 'delete' ? (e.command[part] as { q?: unknown }[]).map?.((u) => ({ q: u?.q })) : e.command[part];
-    out += ` ${JSON.stringify(mask(shown, 0))}`;
+    out += ` ${shape(shown, 0)}`;
   }
   return out;
 }
 
 /** Every value replaced by `?`; keys (field names and `$` operators) kept; depth bounded. */
-export function mask(v: unknown, depth: number): unknown {
-  if (v === null || typeof v !== 'object') return '?';
-  if (depth > 8) return '?';
-  if (Array.isArray(v)) return v.map((x) => mask(x, depth + 1));
+export function shape(v: unknown, depth: number): string {
+  if (v === null || typeof v !== 'object' || depth > 8) return '?';
+  if (Array.isArray(v)) return `[${v.map((x) => shape(x, depth + 1)).join(',')}]`;
   // A BSON value (ObjectId, Date, Decimal128, Binary…) is a value, not a document.
   const bson = (v as { _bsontype?: unknown })._bsontype;
   if (typeof bson === 'string' || v instanceof Date || v instanceof Uint8Array) return '?';
-  const out: Record<string, unknown> = {};
-  for (const [k, x] of Object.entries(v)) out[k] = mask(x, depth + 1);
-  return out;
+  return `{${Object.entries(v).map(([k, x]) => `${k}:${shape(x, depth + 1)}`).join(',')}}`;
 }
