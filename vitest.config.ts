@@ -14,6 +14,8 @@ export const SERVICE_TESTS = [
   'test/data-layers-mysql.test.ts',
   'test/data-layers-pg.test.ts',
   'test/field/express-knex.test.ts',
+  'test/field/fastify-drizzle.test.ts',
+  'test/field/koa-sequelize.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',
