@@ -73,8 +73,8 @@ test('a developer: each query under its step, the comments\' lookups named as on
   const res = await fetch(url(profiled, '/users/1/feed'), { headers: { 'x-developer': 'yes' } });
   expect(await res.json()).toEqual(FEED);
   const id = res.headers.get('x-miniprof-id');
-  const profile = await (await fetch(url(profiled, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json();
-  const tree = profile.root.children.map((t: { name: string; custom?: { category: string; command: string; similar?: number }[] }) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
+  const profile = (await (await fetch(url(profiled, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json()) as { root: { children: { name: string; custom?: { category: string; command: string; similar?: number }[] }[] }; similar: { count: number }[] };
+  const tree = profile.root.children.map((t) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
   expect(tree).toEqual([
     ['load user', ['[sql] select "id", "name" from "users" where "users"."id" = $1']],
     ['load posts', ['[sql] select "id", "author_id", "title" from "posts" where "posts"."author_id" = $1 order by "posts"."id" asc']],

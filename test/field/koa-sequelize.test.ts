@@ -74,8 +74,8 @@ test('a developer: each model call\'s SQL under its step, the author lookups nam
   const res = await fetch(url(apps[1]!.server, '/books'), { headers: { 'x-developer': 'yes' } });
   expect(await res.json()).toEqual(BOOKS);
   const id = res.headers.get('x-miniprof-id');
-  const profile = await (await fetch(url(apps[1]!.server, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json();
-  const tree = profile.root.children.map((t: { name: string; custom?: { category: string; command: string; similar?: number }[] }) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
+  const profile = (await (await fetch(url(apps[1]!.server, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json()) as { root: { children: { name: string; custom?: { category: string; command: string; similar?: number }[] }[] }; similar: { count: number }[] };
+  const tree = profile.root.children.map((t) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
   expect(tree).toEqual([
     ['load books', ['[sql] SELECT "id", "title", "author_id" AS "authorId" FROM "books" AS "Book" ORDER BY "Book"."id" ASC;']],
     ['load authors', Array(3).fill('[sql] SELECT "id", "name" FROM "authors" AS "Author" WHERE "Author"."id" = ?; (similar)')],
