@@ -4,94 +4,108 @@
 // MINIPROF_BENCH_DIST).
 //
 // One implementation, CommonJS, for `require` and `import` alike:
-// - `<dir>/bundle/cjs/<entry>.js`: the code, one CommonJS file per entry, with the code entries
-//   share in `<dir>/bundle/cjs/chunks/` (`cjs/package.json` says `"type": "commonjs"`). Jest's
-//   default configuration, and any CommonJS app, `require`s these.
+// - `<dir>/bundle/cjs/miniprof.js`: the code of every entry but otel, one CommonJS file.
+// - `<dir>/bundle/cjs/<entry>.js`: one line each, that entry's part of miniprof.js; `otel.js` is
+//   its own bundle, which takes the modules it shares with the others from miniprof.js, so
+//   OpenTelemetry's API is loaded only by an app that loads miniprof/otel.
+//   (`cjs/package.json` says `"type": "commonjs"`.) Jest's default configuration, and any
+//   CommonJS app, `require`s these.
 // - `<dir>/bundle/<entry>.js`: a thin ES module per entry that re-exports its CommonJS file by name.
 // An app (or a test runner) that loads miniprof by both `import` and `require` gets the same
 // modules from Node's one CommonJS cache: one AsyncLocalStorage, one profile store, one set of
 // channel subscriptions. (The reverse, ES modules that CommonJS loads with `require(esm)`, works on
 // Node 20.19+ but not in Jest, whose module registry cannot `require` an ES module.)
 //
-// Why bundles at all: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on
-// every request it did not profile, with miniprof registered or with nothing of it running (an
-// empty hook in a process that had only loaded the modules). The same code as one file cost nothing
-// (bench/RESULTS.md Run 30). Node 22 and 24 showed no difference either way. The modules stay in
-// dist/, unshipped, for the benches and tests that reach into internals.
+// Why one file: on Node 20, a server with tsc's 38 modules loaded spent 2-3% more CPU on every
+// request it did not profile (bench/RESULTS.md Run 30); and a call from one CommonJS file into
+// another reads esbuild's export getter each time (split into chunks, a step inside a profile cost
+// twice what it did: bench/micro). Inside one file the calls are direct. The modules stay in dist/,
+// unshipped, for the benches and tests that reach into internals.
 //
-// How: esbuild splits the entries into ES modules with shared chunks (written to a scratch
-// directory), then converts each file, as is, to CommonJS (`bundle: false`: the `./chunks/…`
-// imports become `require`s of the same files). Both steps read the previous step's source map, so
-// a stack trace still maps to src/*.ts. `import.meta.url` (src/http/insert.ts's createRequire) is
-// replaced by `__filename` in the CommonJS: nothing CommonJS loads uses `import.meta`.
+// `import.meta.url` (src/http/insert.ts's createRequire) becomes `__filename`: nothing CommonJS
+// loads uses `import.meta`. tsc's source maps are read and chained, so a stack trace maps to src/.
 import { build } from 'esbuild';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join, relative, resolve } from 'node:path';
 
 const dir = resolve(process.argv[2] ?? 'dist');
-const entries = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js', koa: 'adapters/koa.js', hono: 'adapters/hono.js', http: 'adapters/http.js', otel: 'adapters/otel.js' };
+const parts = { index: 'src/index.js', express: 'adapters/express.js', fastify: 'adapters/fastify.js', koa: 'adapters/koa.js', hono: 'adapters/hono.js', http: 'adapters/http.js' };
 const out = join(dir, 'bundle');
-const esm = join(dir, 'bundle-esm');
 const cjs = join(out, 'cjs');
+const entryFile = join(dir, 'bundle-entry.js');
 
 rmSync(out, { recursive: true, force: true });
-rmSync(esm, { recursive: true, force: true });
+mkdirSync(cjs, { recursive: true });
 
 const common = {
+  bundle: true,
+  format: 'cjs',
   platform: 'node',
   // The oldest Node the package supports: no syntax is lowered for it.
   target: 'node20',
-  // tsc's maps are read and chained, so a stack trace maps back to src/*.ts.
+  // fastify-plugin, on-headers, parse5, @opentelemetry/api (otel only: an optional peer) and
+  // node: builtins stay requires, resolved from the app as before.
+  packages: 'external',
+  define: { 'import.meta.url': '__filename' },
   sourcemap: 'linked',
   sourcesContent: false,
   legalComments: 'none',
   logLevel: 'warning',
 };
 
-// 1. The entries and their shared chunks, as ES modules.
-const split = await build({
-  ...common,
-  entryPoints: Object.entries(entries).map(([name, input]) => ({ out: name, in: join(dir, input) })),
-  outdir: esm,
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  // fastify-plugin, on-headers, parse5, @opentelemetry/api (otel only: an optional peer) and
-  // node: builtins stay imports, resolved from the app as before.
-  packages: 'external',
-  metafile: true,
-});
+// The modules of src/ that otel.js imports directly: miniprof.js exports them for it, by path.
+// (As an ES module, for the metafile to list its export names too.)
+const probe = await build({ ...common, format: 'esm', entryPoints: [join(dir, 'adapters/otel.js')], write: false, metafile: true, outdir: cjs });
+const otelInput = Object.entries(probe.metafile.inputs).find(([p]) => p.endsWith('adapters/otel.js'))[1];
+const shared = [...new Set(otelInput.imports.filter((i) => !i.external).map((i) => i.path.slice(i.path.indexOf('src/'))))];
 
-// 2. Each of those files converted to CommonJS, in place of one another.
-const files = readdirSync(esm, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+// 1. miniprof.js: every part under its name, and otel's shared modules under `internal`.
+const lines = Object.entries(parts).map(([name, path]) => `export * as ${name} from './${path}';`);
+shared.forEach((path, n) => lines.push(`import * as m${n} from './${path}';`));
+lines.push(`export const internal = { ${shared.map((path, n) => `${JSON.stringify(path)}: m${n}`).join(', ')} };`);
+writeFileSync(entryFile, `${lines.join('\n')}\n`);
+try {
+  await build({ ...common, entryPoints: [entryFile], outfile: join(cjs, 'miniprof.js') });
+} finally {
+  rmSync(entryFile, { force: true });
+}
+
+// 2. otel.js: its own code; each shared module is read from miniprof.js.
 await build({
   ...common,
-  entryPoints: files.map((f) => join(esm, f)),
-  outbase: esm,
-  outdir: cjs,
-  bundle: false,
-  format: 'cjs',
-  define: { 'import.meta.url': '__filename' },
+  entryPoints: [join(dir, 'adapters/otel.js')],
+  outfile: join(cjs, 'otel.js'),
+  plugins: [
+    {
+      name: 'miniprof-shared',
+      setup(b) {
+        b.onResolve({ filter: /^\.\/miniprof\.js$/ }, () => ({ path: './miniprof.js', external: true }));
+        b.onResolve({ filter: /\/src\// }, (args) => {
+          const path = relative(dir, resolve(args.resolveDir, args.path));
+          if (!shared.includes(path)) throw new Error(`bundle: otel imports ${path}, which miniprof.js does not export`);
+          return { path, namespace: 'shared' };
+        });
+        b.onLoad({ filter: /.*/, namespace: 'shared' }, (args) => ({ contents: `module.exports = require('./miniprof.js').internal[${JSON.stringify(args.path)}];`, loader: 'js' }));
+      },
+    },
+  ],
 });
 writeFileSync(join(cjs, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
 
-// 3. The ES module entries: each re-exports its CommonJS file's names, listed explicitly.
-mkdirSync(out, { recursive: true });
-for (const name of Object.keys(entries)) {
-  const { exports } = outputOf(split.metafile, `${name}.js`);
-  const named = exports.filter((e) => e !== 'default');
-  const lines = [`// The ES module face of ./cjs/${name}.js (scripts/bundle.mjs says why).`, `import m from './cjs/${name}.js';`];
-  if (named.length > 0) lines.push(`export const { ${named.join(', ')} } = m;`);
-  if (exports.includes('default')) lines.push('export default m.default;');
-  writeFileSync(join(out, `${name}.js`), `${lines.join('\n')}\n`);
+// 3. The other CommonJS entries, and the ES module entries: each re-exports by name, listed here.
+const miniprof = createRequire(import.meta.url)(join(cjs, 'miniprof.js'));
+for (const name of [...Object.keys(parts), 'otel']) {
+  if (name !== 'otel') writeFileSync(join(cjs, `${name}.js`), `'use strict';\n// miniprof/${name} (scripts/bundle.mjs says why).\nmodule.exports = require('./miniprof.js').${name};\n`);
+  const names = name === 'otel' ? otelNames() : Object.keys(miniprof[name]);
+  const named = names.filter((e) => e !== 'default');
+  const esm = [`// The ES module face of ./cjs/${name}.js (scripts/bundle.mjs says why).`, `import m from './cjs/${name}.js';`];
+  if (named.length > 0) esm.push(`export const { ${named.join(', ')} } = m;`);
+  if (names.includes('default')) esm.push('export default m.default;');
+  writeFileSync(join(out, `${name}.js`), `${esm.join('\n')}\n`);
 }
-rmSync(esm, { recursive: true, force: true });
 
-/** The metafile's record of an entry's output, whatever the working directory was. */
-function outputOf(metafile, file) {
-  for (const [path, o] of Object.entries(metafile.outputs)) {
-    if (path.endsWith(`bundle-esm/${file}`)) return o;
-  }
-  throw new Error(`bundle: esbuild made no ${file}`);
+/** otel.js's export names, from the metafile (loading it here would need @opentelemetry/api). */
+function otelNames() {
+  return Object.values(probe.metafile.outputs).flatMap((o) => o.exports ?? []);
 }

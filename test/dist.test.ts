@@ -112,31 +112,27 @@ console.log(JSON.stringify(out));`,
     });
   });
 
-  test('the entries are bundles: each ES module entry re-exports its CommonJS file, which requires node: builtins, the runtime dependencies and its shared chunks, never tsc\'s modules', () => {
+  test('the entries are bundles: each ES module entry re-exports its CommonJS file; those are one line into miniprof.js, the implementation, or otel.js; they require node: builtins and the runtime dependencies, never tsc\'s modules', () => {
     // The package ships the bundles only (scripts/bundle.mjs says why); an entry that loaded
     // ../src/… would need tsc's modules, which are not published.
     const bundle = join(ROOT, 'dist', 'bundle');
     const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     const esm = files.filter((f) => !f.includes('/')).sort();
     expect(esm).toEqual(['express.js', 'fastify.js', 'hono.js', 'http.js', 'index.js', 'koa.js', 'otel.js']);
+    expect(files.filter((f) => f.startsWith('cjs/')).sort()).toEqual([...esm.map((f) => `cjs/${f}`), 'cjs/miniprof.js'].sort());
     for (const f of esm) {
       const text = readFileSync(join(bundle, f), 'utf8');
       expect([...text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*'([^']+)'/gm)].map((m) => m[1])).toEqual([`./cjs/${f}`]);
     }
-    const requires = new Set<string>();
+    const requires: Record<string, string[]> = {};
     for (const f of files.filter((f) => f.startsWith('cjs/'))) {
       const text = readFileSync(join(bundle, f), 'utf8');
       // Nothing that CommonJS loads may use import.meta (a SyntaxError there), nor import/export.
       expect(text, f).not.toMatch(/\bimport\.meta\b|^(?:import|export)\b/m);
-      for (const m of text.matchAll(/\brequire\("([^"]+)"\)/g)) {
-        const spec = m[1]!;
-        requires.add(spec.startsWith('.') ? `${f.includes('chunks/') ? 'chunk' : 'entry'} -> ${spec.replace(/chunk-[A-Z0-9]+\.js$/, 'chunk-*.js')}` : spec);
-      }
+      requires[f] = [...new Set([...text.matchAll(/\brequire\("([^"]+)"\)|\brequire\('([^']+)'\)/g)].map((m) => m[1] ?? m[2]!))].sort();
     }
-    expect([...requires].sort()).toEqual([
-      '@opentelemetry/api',
-      'chunk -> ./chunk-*.js',
-      'entry -> ./chunks/chunk-*.js',
+    for (const name of ['index', 'express', 'fastify', 'koa', 'hono', 'http']) expect(requires[`cjs/${name}.js`]).toEqual(['./miniprof.js']);
+    expect(requires['cjs/miniprof.js']).toEqual([
       'fastify-plugin',
       'node:async_hooks',
       'node:crypto',
@@ -148,10 +144,9 @@ console.log(JSON.stringify(out));`,
       'node:util',
       'on-headers',
     ]);
+    // OpenTelemetry is required by the otel entry alone, which takes everything else from miniprof.js.
+    expect(requires['cjs/otel.js']).toEqual(['./miniprof.js', '@opentelemetry/api']);
     expect(JSON.parse(readFileSync(join(bundle, 'cjs', 'package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
-    // OpenTelemetry is required by the otel entry alone, never by the chunks the others load.
-    const otelImporters = files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes('require("@opentelemetry/api")'));
-    expect(otelImporters).toEqual(['cjs/otel.js']);
   });
 
   test('one implementation per process: an app that loads miniprof by import and by require gets the same functions, and a profile opened through one is current through the other', () => {
@@ -183,8 +178,7 @@ console.log(JSON.stringify(out));`,
     expect(out.express).toEqual([true, true]);
     expect(out.seen).toBe(true);
     expect(out.steps).toEqual(['through require']);
-    expect(out.loaded.filter((f: string) => !f.startsWith('cjs/chunks/'))).toEqual(['cjs/express.js', 'cjs/index.js']);
-    expect(out.loaded.filter((f: string) => f.startsWith('cjs/chunks/')).length).toBeGreaterThan(0);
+    expect(out.loaded).toEqual(['cjs/express.js', 'cjs/index.js', 'cjs/miniprof.js']);
     // One copy: every file from the same package directory.
     expect(out.roots).toBe(1);
   });
@@ -195,7 +189,7 @@ console.log(JSON.stringify(out));`,
     const paths: string[] = JSON.parse(r.stdout)[0].files.map((f: { path: string }) => f.path);
     const js = paths.filter((p) => p.endsWith('.js'));
     expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
-    expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual([...ENTRY_FILES, ...ENTRY_FILES.map((f) => f.replace('bundle/', 'bundle/cjs/'))].sort());
+    expect(js.sort()).toEqual([...ENTRY_FILES, ...ENTRY_FILES.map((f) => f.replace('bundle/', 'bundle/cjs/')), 'dist/bundle/cjs/miniprof.js'].sort());
     expect(paths).toContain('dist/bundle/cjs/package.json');
     // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
     for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/koa.d.ts', 'dist/adapters/hono.d.ts', 'dist/adapters/http.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/http/fetch.d.ts', 'dist/src/core/profile.d.ts']) {
