@@ -1,6 +1,6 @@
 /**
  * The field, item 4 of issue 60: an ordinary CommonJS app (test/field/express-knex: Express 5,
- * knex 3, Bookshelf 1, pg 8) with its own suite run by **Jest 29 with its default configuration**
+ * knex 3, Bookshelf 1, pg 8; and TypeORM 1.1 in typeorm.test.js) with its own suite run by **Jest 29 with its default configuration**
  * and supertest, against a throwaway PostgreSQL. Jest's default configuration loads CommonJS:
  * miniprof's `require` export (dist/bundle/cjs) is what it gets, with no Babel setup. The built
  * miniprof is copied into the app's node_modules, as npm would install it; the app's packages
@@ -44,9 +44,16 @@ test('Jest (default configuration) + supertest run the app\'s suite with minipro
   child.stderr.on('data', (d: Buffer) => (stderr += d));
   const code = await new Promise<number | null>((r) => child.on('close', r));
   expect(code, stderr).toBe(0);
-  const report = JSON.parse(stdout) as { numPassedTests: number; numFailedTests: number; testResults: { assertionResults: { title: string; status: string }[] }[] };
-  expect(report.testResults[0]!.assertionResults.map((a) => [a.title, a.status])).toEqual([
-    ["a developer request is profiled: the queries sit under the steps that ran them, and the authors' lookups are named as an N+1", 'passed'],
-    ["everyone else gets the app's own bytes and headers", 'passed'],
-  ]);
+  const report = JSON.parse(stdout) as { testResults: { name: string; assertionResults: { title: string; status: string }[] }[] };
+  const results = Object.fromEntries(report.testResults.map((r) => [r.name.slice(APP.length + 1), r.assertionResults.map((a) => [a.title, a.status])]));
+  expect(results).toEqual({
+    'app.test.js': [
+      ["a developer request is profiled: the queries sit under the steps that ran them, and the authors' lookups are named as an N+1", 'passed'],
+      ["everyone else gets the app's own bytes and headers", 'passed'],
+    ],
+    'typeorm.test.js': [
+      ['before initialize(): a TypeError that says to call it after initialize()', 'passed'],
+      ["after initialize(): a repository's queries under the step that ran them", 'passed'],
+    ],
+  });
 }, 120_000);
