@@ -4,6 +4,7 @@
  * dialect set and the bound values as a digest (never the values). knex 3 (pg client), Sequelize 6,
  * Drizzle 0.45 (node-postgres), Kysely 0.29 (through the pg Pool it is given).
  */
+import { PrismaPg } from '@prisma/adapter-pg';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { eq } from 'drizzle-orm';
 import { integer, pgTable, text } from 'drizzle-orm/pg-core';
@@ -79,7 +80,7 @@ describe('instrument(target) against PostgreSQL', () => {
           expect(posts).toHaveLength(2);
         });
         await step('save', () => db.transaction(async (trx) => {
-          await trx('posts').where({ id: 3 }).update({ title: 'c2' });
+          await trx('posts').where({ id: 3 }).update({ title: 'Secret Title' });
         }));
         await step('broken', async () => db('no_such_table').select('*').catch(() => 'failed'));
       });
@@ -94,7 +95,7 @@ describe('instrument(target) against PostgreSQL', () => {
       expect(got.map((r) => r.values)).toEqual([true, true, true, false]);
       expect(got.at(-1)!.error).toBe(true);
       // The values themselves are nowhere in the profile.
-      expect(JSON.stringify(profile.toJSON())).not.toContain('c2');
+      expect(JSON.stringify(profile.toJSON())).not.toContain('Secret');
     } finally {
       await db.destroy();
     }
@@ -144,7 +145,7 @@ describe('instrument(target) against PostgreSQL', () => {
         expect(r).toEqual([{ id: 2, email: 'bob@example.com' }]);
       });
       expect(got.map(({ step, command }) => [step, command.replace(/ \/\* params: .*\*\//, '')])).toEqual([['load user', 'select "id", "email" from "users" where "users"."id" = $1']]);
-      expect(JSON.stringify(profile.toJSON())).not.toContain('bob');
+      expect(JSON.stringify(profile.toJSON())).not.toContain('bob@');
     } finally {
       await pool.end();
     }
@@ -165,6 +166,22 @@ describe('instrument(target) against PostgreSQL', () => {
       expect(got.map(({ step, command }) => [step, command.replace(/ \/\* params: .*\*\//, '')])).toEqual([['load user', 'select * from "users" where "id" = $1']]);
     } finally {
       await db.destroy();
+    }
+  });
+
+  test("Prisma's pg driver adapter (@prisma/adapter-pg 7) given an instrumented Pool: its queries under the step (the adapter alone: prisma generate cannot run here)", async () => {
+    const pool = instrument(new pg.Pool({ ...conn(), max: 2 }));
+    pool.on('error', () => {});
+    const adapter = await new PrismaPg(pool).connect();
+    try {
+      const { got } = await profiled(async () => {
+        const r = await step('load user', () => adapter.queryRaw({ sql: 'select email from users where id = $1', args: [1], argTypes: [{ scalarType: 'int', arity: 'scalar' }] } as never));
+        expect(r.rows).toEqual([['ada@example.com']]);
+      });
+      expect(got.map(({ step, command }) => [step, command.replace(/ \/\* params: .*\*\//, '')])).toEqual([['load user', 'select email from users where id = $1']]);
+    } finally {
+      await adapter.dispose();
+      await pool.end();
     }
   });
 });
