@@ -10,6 +10,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export const SERVICE_TESTS = [
   'test/adapters/capture-secrets.test.ts',
   'test/badge-browser.test.ts',
+  'test/bluebird-context.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/data-layers-mysql.test.ts',
@@ -19,6 +20,7 @@ export const SERVICE_TESTS = [
   'test/field/koa-sequelize.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
+  'test/load-verdicts.test.ts',
   'test/instrument-pg-real.test.ts',
   'test/mask-real.test.ts',
   'test/nginx.test.ts',
@@ -31,6 +33,7 @@ export const SERVICE_TESTS = [
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
+  'test/step-knex.test.ts',
 ];
 
 /**
