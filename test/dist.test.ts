@@ -139,7 +139,10 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
+      // createRequire(…).cache and join: which promise libraries the app loaded (src/core/lost-context.ts).
+      'node:module',
       'node:os',
+      'node:path',
       'node:perf_hooks',
       'node:util',
       'on-headers',
