@@ -33,6 +33,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.cpu !== undefined) b += 7 + bytes(p.cpu, 'cpu');
   return b + 1;
 }
 
@@ -58,6 +59,8 @@ function treeBytes(t: TimingJSON): number {
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.cpu !== undefined) b += 7 + bytes(t.cpu, 'cpu');
+  if (t.gcMs !== undefined) b += 8 + numberBytes(t.gcMs);
   return b + 1;
 }
 

@@ -5,6 +5,7 @@ import { blockingNote, ms1, ms1With, tenths } from './format.js';
 import { summarize } from '../analysis/wall.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../core/names.js';
+import { cpuLine, heldNote } from './cpu-note.js';
 
 export interface TextOptions {
   /** Escape everything outside printable ASCII (for pages not in UTF-8). Default false. */
@@ -43,6 +44,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   }
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
+  if (p.cpu !== undefined) out += cpuLine(p.cpu, ascii);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
   // Indexed loops over the JSON's arrays: see collect() in server-timing.ts.
@@ -85,14 +87,14 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.cpu === undefined) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
     out += `${ms1(t.durationMs)}ms`;
     if (t.error === true) out += ' (error)';
     if (t.unfinished === true) out += ' (unfinished)';
-    if (t.blocking === true) out += ` (${blockingNote(t)})`;
+    if (t.blocking === true || t.cpu !== undefined) out += ` (${heldNote(t, ascii)})`;
     if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
     if (t.concurrency !== undefined && t.fanOut !== undefined) out += fanOutNote(t.concurrency, t.serialized === true, t.fanOut, ascii);
     out += '\n';
