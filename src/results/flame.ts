@@ -1,4 +1,4 @@
-import type { CpuProfileJSON } from '../core/types.js';
+import type { CpuProfileJSON, TimingJSON } from '../core/types.js';
 import { shortPlace } from '../analysis/cpu-source.js';
 import { escapeHtml, msText, num } from './html.js';
 
@@ -152,10 +152,41 @@ export const FLAME_CSS = `svg.flame{display:block;font:11px ui-monospace,SFMono-
 svg.flame rect{stroke:#fff;stroke-width:.5}svg.flame text{fill:#1f2328;pointer-events:none}
 g.f-app rect{fill:#f4a261}g.f-pkg rect{fill:#e9c46a}g.f-node rect{fill:#a8dadc}g.f-v8 rect{fill:#d0d7de}g.f-gc rect{fill:#e76f51}
 g:hover rect{fill-opacity:.75}p.cpu{color:#57606a}
+table.cpu{margin:4px 0 8px}table.cpu .place{color:#57606a;font-size:12px}
 `;
 
-/** The profile's `cpu` as the page shows it: facts, the download link, the chart. */
-export function cpuSection(cpu: unknown, href: string): string {
+/**
+ * The steps that held the CPU, each with its top functions by self time (the step line's `cpu:`
+ * in the text), in tree order. Read defensively: a stored profile may hold anything.
+ */
+function stepsTable(root: TimingJSON, cwd: string): string {
+  let rows = '';
+  const stack: TimingJSON[] = [root];
+  let n = 0;
+  while (stack.length > 0 && n < MAX_DEPTH * 8) {
+    const t = stack.pop()!;
+    if (!Array.isArray(t.children)) continue;
+    for (let i = t.children.length - 1; i >= 0; i--) stack.push(t.children[i]!);
+    const c = t.cpu as { ms?: unknown; sharedMs?: unknown; top?: unknown } | undefined;
+    if (c === undefined || c === null || typeof c !== 'object' || !Array.isArray(c.top) || !isNum(c.ms)) continue;
+    n++;
+    const fns = (c.top as { fn?: unknown; url?: unknown; line?: unknown; ms?: unknown }[])
+      .filter((f) => f !== null && typeof f === 'object' && typeof f.fn === 'string' && typeof f.url === 'string' && isNum(f.ms))
+      .map((f) => {
+        const place = shortPlace({ fn: f.fn as string, url: f.url as string, line: isNum(f.line) ? f.line : 0 }, cwd);
+        return `<code>${escapeHtml(f.fn as string)}</code>${place === '' ? '' : ` <span class="place">${escapeHtml(place)}</span>`} ${escapeHtml(msText(f.ms as number))}`;
+      })
+      .join('<br>');
+    const gc = isNum(t.gcMs) && t.gcMs > 0 ? `GC ${escapeHtml(msText(t.gcMs))}` : '';
+    const shared = isNum(c.sharedMs) && c.sharedMs > 0 ? `${escapeHtml(msText(c.sharedMs))} shared` : '';
+    rows += `<tr><td>${escapeHtml(String(t.name))}</td><td class="num">${escapeHtml(msText(c.ms))}</td><td>${fns}</td><td>${[gc, shared].filter((x) => x !== '').join(', ')}</td></tr>`;
+  }
+  if (rows === '') return '';
+  return `<table class="cpu"><thead><tr><th>Step</th><th class="num">CPU</th><th>Top functions (self time)</th><th>Also</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+/** The profile's `cpu` as the page shows it: facts, the download link, the steps that held the CPU, the chart. */
+export function cpuSection(cpu: unknown, href: string, root?: TimingJSON): string {
   if (cpu === null || typeof cpu !== 'object') return '';
   const c = cpu as { ms?: unknown; intervalUs?: unknown; sharedMs?: unknown; profile?: unknown; note?: unknown };
   let out = '<h2 id="cpu">CPU samples</h2><p class="cpu">';
@@ -166,6 +197,7 @@ export function cpuSection(cpu: unknown, href: string): string {
   if (samples !== null && href !== '') out += ` · <a href="${href}.cpuprofile" download>download .cpuprofile</a> (Chrome DevTools, speedscope)`;
   out += '.</p>';
   if (typeof c.note === 'string') out += `<p class="cpu">${escapeHtml(c.note)}</p>`;
+  if (root !== undefined) out += stepsTable(root, process.cwd());
   if (samples !== null) out += icicle(samples);
   return out;
 }

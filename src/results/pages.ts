@@ -280,7 +280,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string, pat
   if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += stepsTable(p);
-  if (p.cpu !== undefined) body += cpuSection(p.cpu, href === '' ? '' : `${path}/${href}`);
+  if (p.cpu !== undefined) body += cpuSection(p.cpu, href === '' ? '' : `${path}/${href}`, p.root);
   if (p.similar !== undefined && p.similar.length > 0) body += similarTable(p.similar);
   if (p.warnings.length > 0) {
     body += '<h2>Warnings</h2><ul class="warnings">';
