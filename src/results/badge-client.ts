@@ -62,7 +62,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     '.f{display:inline-block;font-size:10px;line-height:15px;padding:0 5px;border-radius:8px;background:#eaeef2;color:#57606a;margin-left:4px;font-family:system-ui,sans-serif;vertical-align:1px}',
     '.f.blocking{background:#fff8c5;color:#7d4e00}.f.n1,.f.duplicate,.f.similar,.f.serialized{background:#fff1e5;color:#953800}.f.error{background:#ffebe9;color:#a40e26}',
     '.msg{color:#57606a;padding:8px 0}',
-    '.cpu{border:1px solid #d0d7de;background:#fff;border-radius:4px;padding:1px 7px;font-size:11px}.cpu:hover{background:#eaeef2}'
+    '.cpu{border:1px solid #d0d7de;background:#fff;border-radius:4px;font-size:11px}'
   ].join('\n');
 
   // The page's profile first, then each profiled fetch/XHR as seen.
@@ -238,14 +238,12 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     renderDetail(selected);
   }
 
-  // "Profile CPU": the next load of this page is CPU-sampled. The cookie asks once (the server
-  // clears it on the response that used it) and is honoured only for a developer's request.
+  // Profile CPU: a one-shot cookie for the next load (cleared by the server; developers only).
   function cpuButton(parent) {
     var b = parent.appendChild(el('button', 'cpu', 'Profile CPU'));
     b.type = 'button';
-    b.title = 'Reload this page with its CPU sampled (once)';
     b.addEventListener('click', function () {
-      document.cookie = 'miniprof-cpu=1; path=/; max-age=60; samesite=strict' + (location.protocol === 'https:' ? '; secure' : '');
+      document.cookie = 'miniprof-cpu=1;path=/;max-age=60;samesite=strict' + (location.protocol == 'https:' ? ';secure' : '');
       location.reload();
     });
   }

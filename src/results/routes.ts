@@ -9,7 +9,7 @@ import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
 import { withTimeout } from './timeout.js';
-import { cpuProfileReply, CPUPROFILE } from './cpu-route.js';
+import { cpuProfileBody, cpuProfileHeaders, CPUPROFILE } from './cpu-route.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -169,7 +169,10 @@ export async function serveResults(
     const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
-    if (cpu) return cpuProfileReply(p, id, reply);
+    if (cpu) {
+      const body = cpuProfileBody(p);
+      return body === null ? null : reply(200, 'application/json', body, cpuProfileHeaders(id));
+    }
     return reply(200, HTML, renderProfilePage(p, base, id, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);
