@@ -127,6 +127,16 @@ describe('CPU sampling on request: the named function', () => {
     expect(cp.endTime).toBeGreaterThan(cp.startTime);
     const burn = cp.nodes.find((n) => n.callFrame.functionName === 'burnCpu');
     expect(burn?.callFrame.url).toMatch(/cpu-work\.mjs$/);
+    // From the request's start: the profiler's own start-up (startCpu and below) is not kept.
+    const byId = new Map(cp.nodes.map((n) => [(n as unknown as { id: number }).id, n as unknown as { id: number; children?: number[]; callFrame: { functionName: string } }]));
+    const below = new Set<number>();
+    const visit = (id: number): void => {
+      below.add(id);
+      for (const c of byId.get(id)?.children ?? []) visit(c);
+    };
+    for (const n of byId.values()) if (n.callFrame.functionName === 'startCpu') visit(n.id);
+    expect(below.size).toBeGreaterThan(0);
+    expect(cp.samples.filter((id) => below.has(id))).toEqual([]);
     // A non-developer gets the app's own 404, as for any path miniprof does not serve.
     const other = await fetch(url(`/_miniprof/${id}.cpuprofile`));
     expect(other.status).toBe(404);

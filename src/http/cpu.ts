@@ -79,7 +79,7 @@ export function stopCpu(r: CpuRequest | null, profile: Profile, onError: Interna
   const s = r.sampling;
   r.sampling = null;
   try {
-    profile.cpu = keep(s.stop());
+    profile.cpu = keep(s.stop(), profile.t0);
   } catch (err) {
     report(onError, err);
     profile.warn('CPU sampling failed to stop (the fault went to onInternalError)');
@@ -94,15 +94,28 @@ export function clearCpuCookie(r: CpuRequest | null, h: HeaderView & { setHeader
   else h.setHeader('Set-Cookie', [...(Array.isArray(prev) ? prev.map(String) : [String(prev)]), CLEAR_COOKIE]);
 }
 
-/** The samples as the profile keeps them: V8's profile less its per-line ticks, within the byte bound. */
-function keep(capture: CpuCapture): CpuState {
+/**
+ * The samples as the profile keeps them: from the request's start (the profiler's own start-up,
+ * before it, is not the request's), V8's profile less its per-line ticks, hit counts made again for
+ * the samples kept, within the byte bound. `t0`: the profile's start on `performance.now()`'s clock.
+ */
+function keep(capture: CpuCapture, t0: number): CpuState {
   const p = capture.profile;
+  const startTime = Math.max(p.startTime, Math.round(t0 * 1000 + capture.offsetUs));
+  let ts = p.startTime;
+  let k = 0;
+  while (k < p.samples.length && ts + (p.timeDeltas[k] ?? 0) < startTime) ts += p.timeDeltas[k++] ?? 0;
+  const samples = p.samples.slice(k);
+  const timeDeltas = p.timeDeltas.slice(k);
+  if (timeDeltas.length > 0) timeDeltas[0] = ts + timeDeltas[0]! - startTime;
+  const hits = new Map<number, number>();
+  for (const id of samples) hits.set(id, (hits.get(id) ?? 0) + 1);
   const kept: CpuProfileJSON = {
-    nodes: p.nodes.map((n) => ({ id: n.id, callFrame: n.callFrame, hitCount: n.hitCount, children: n.children })),
-    startTime: p.startTime,
-    endTime: p.endTime,
-    samples: p.samples,
-    timeDeltas: p.timeDeltas,
+    nodes: p.nodes.map((n) => ({ id: n.id, callFrame: n.callFrame, hitCount: hits.get(n.id) ?? 0, children: n.children })),
+    startTime,
+    endTime: Math.max(p.endTime, startTime),
+    samples,
+    timeDeltas,
   };
   const bytes = Buffer.byteLength(JSON.stringify(kept));
   if (bytes > MAX_CPUPROFILE_BYTES) {
