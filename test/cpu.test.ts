@@ -5,6 +5,9 @@
  * about presence and consistency, never exact times: this runs on a loaded 2-core machine.
  */
 import express from 'express';
+import Fastify from 'fastify';
+import { miniprof as fastifyPlugin } from '../adapters/fastify.js';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { miniprof } from '../adapters/express.js';
@@ -226,6 +229,33 @@ describe('CPU sampling on request', () => {
     }
     expect(String(errors[0])).toContain('node:inspector is not available');
     expect(cpuSampling()).toBe(false);
+  });
+});
+
+describe('CPU sampling with Fastify (the adapters share it)', () => {
+  it('a sampled Fastify request names what held the CPU; an unsampled one has no cpu', async () => {
+    const app = Fastify();
+    await app.register(fastifyPlugin, { isDeveloper: () => true });
+    app.get('/burn', async (_req, reply) => {
+      await step('burn', async () => {
+        await sleep(5);
+        burnCpu(60);
+      });
+      reply.type('text/html');
+      return PAGE;
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/burn`;
+      const sampled = await (await fetch(url, { headers: { 'x-miniprof-cpu': '1' } })).text();
+      expect(sampled).toMatch(/> burn = .*; cpu( \(shared [^)]*\))?: /);
+      expect(sampled).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
+      const plain = await (await fetch(url)).text();
+      expect(plain).toContain('> burn = ');
+      expect(plain).not.toContain('cpu:');
+    } finally {
+      await app.close();
+    }
   });
 });
 

@@ -364,7 +364,8 @@ export class Profile implements Linked {
     if (this.gc !== null) boundNow += attributeGc(root, this.gc);
     if (this.cpu !== null) {
       const cpu = attributeCpu(root, this.cpu, this.t0, this.config.blockingMs);
-      json.cpu = cpu.json;
+      // The caller's own copy for toJSON(): the samples are otherwise shared with the store's.
+      json.cpu = own ? jsonCopy(cpu.json) : cpu.json;
       boundNow += cpu.bound;
     }
     const loop = this.loopOut();
