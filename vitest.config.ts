@@ -12,6 +12,7 @@ export const SERVICE_TESTS = [
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/cpu-browser.test.ts',
+  'test/cpu-redis.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',
