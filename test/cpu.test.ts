@@ -6,6 +6,9 @@
  */
 import express from 'express';
 import Fastify from 'fastify';
+import { getRequestListener } from '@hono/node-server';
+import { Hono } from 'hono';
+import { miniprof as honoMiniprof } from '../adapters/hono.js';
 import { miniprof as fastifyPlugin } from '../adapters/fastify.js';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
@@ -104,15 +107,17 @@ describe('CPU sampling on request: the named function', () => {
     expect(seen).toEqual([true]);
     const line = body.split('\n').find((l) => l.startsWith('> burn = '))!;
     // In-process, vitest's transform moves lines: the exact line is checked by the child-process test.
-    expect(line).toMatch(/ \(blocking: .*; cpu: burnCpu test\/fixtures\/cpu-work\.mjs:\d+ \d+\.\dms/);
+    // Shared if the test runner's own traffic overlapped; burnCpu among the top three either way.
+    expect(line, body).toMatch(/ \((ambiguous )?blocking: [^;]*; cpu( \(shared [^)]*\))?: (?:[^;]*, )?burnCpu test\/fixtures\/cpu-work\.mjs:\d+ \d+\.\dms/);
     const p = await profileOf(url, r);
     const burn = find(p.root, 'burn')!;
-    expect(burn.cpu!.top[0]).toMatchObject({ fn: 'burnCpu', url: expect.stringMatching(/^file:\/\/.*\/test\/fixtures\/cpu-work\.mjs$/) });
+    const top = burn.cpu!.top.find((f) => f.fn === 'burnCpu')!;
+    expect(top).toMatchObject({ fn: 'burnCpu', url: expect.stringMatching(/^file:\/\/.*\/test\/fixtures\/cpu-work\.mjs$/) });
     // Consistent, not exact: most of the 120 ms burn is sampled in burnCpu, and no more than the step took.
-    expect(burn.cpu!.top[0]!.ms).toBeGreaterThan(40);
+    expect(top.ms).toBeGreaterThan(40);
     expect(burn.cpu!.ms).toBeLessThanOrEqual(burn.durationMs + 1);
-    expect(burn.cpu!.top[0]!.ms).toBeLessThanOrEqual(burn.cpu!.ms);
-    expect(p.cpu!.top[0]!.fn).toBe('burnCpu');
+    expect(top.ms).toBeLessThanOrEqual(burn.cpu!.ms);
+    expect(p.cpu!.top.map((f) => f.fn)).toContain('burnCpu');
     expect(body).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
     expect(cpuSampling()).toBe(false);
     expect(errors).toEqual([]);
@@ -139,7 +144,9 @@ describe('CPU sampling on request: the named function', () => {
     };
     for (const n of byId.values()) if (n.callFrame.functionName === 'startCpu') visit(n.id);
     expect(below.size).toBeGreaterThan(0);
-    expect(cp.samples.filter((id) => below.has(id))).toEqual([]);
+    // Untrimmed, the start-up is tens of samples; the one at the boundary may carry a timestamp
+    // just past the profile's start (V8 stamps a sample on its sampler thread, after the stack).
+    expect(cp.samples.filter((id) => below.has(id)).length).toBeLessThanOrEqual(1);
     // A non-developer gets the app's own 404, as for any path miniprof does not serve.
     const other = await fetch(url(`/_miniprof/${id}.cpuprofile`));
     expect(other.status).toBe(404);
@@ -256,6 +263,27 @@ describe('CPU sampling with Fastify (the adapters share it)', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('CPU sampling with Hono (no Node headers object: the adapter hands over the two it needs)', () => {
+  it('the header and the badge cookie are both seen', async () => {
+    const app = new Hono();
+    app.use(honoMiniprof({ isDeveloper: () => true }));
+    app.get('/burn', async (c) => {
+      await step('burn', async () => {
+        await sleep(5);
+        burnCpu(40);
+      });
+      return c.html(PAGE);
+    });
+    const port = await serve(getRequestListener(app.fetch));
+    const url = `http://127.0.0.1:${port}/burn`;
+    expect(await (await fetch(url, { headers: { 'x-miniprof-cpu': '1' } })).text()).toMatch(/\ncpu: \d+\.\dms sampled/);
+    const viaCookie = await fetch(url, { headers: { cookie: 'miniprof-cpu=1' } });
+    expect(await viaCookie.text()).toMatch(/\ncpu: \d+\.\dms sampled/);
+    expect(viaCookie.headers.get('set-cookie')).toBe('miniprof-cpu=; Max-Age=0; Path=/; SameSite=Strict');
+    expect(await (await fetch(url)).text()).not.toContain('cpu:');
   });
 });
 

@@ -10,11 +10,13 @@ import { resolveFrame, type CallFrame, type Frame } from './cpu-source.js';
  * gets `cpu`: its sampled time, the part taken while other requests were in flight (`sharedMs`:
  * V8 cannot tell whose callback ran) and its top three functions by self time.
  *
+ * A sample's time is the gap to the next one (as DevTools counts it), cut at its step's end.
+ *
  * A sample is named by the innermost frame in the app or a package, not by a builtin below it: 80 ms
  * in `JSON.stringify` called from `render` reads as `render`, which is the developer's to change
- * (the flame chart and the .cpuprofile keep the builtin). A sample's time is the gap to the next
- * one, as DevTools counts it. Steps of concurrent branches open at once: the one opened last gets
- * the sample (the same assumption as blocking's split, src/analysis/blocking.ts).
+ * (the flame chart and the .cpuprofile keep the builtin). Steps of concurrent branches open at
+ * once: the one opened last gets the sample (the same assumption as blocking's split,
+ * src/analysis/blocking.ts).
  */
 
 /** What the profile keeps from a stopped sampling (src/http/cpu.ts made it). */
@@ -152,10 +154,14 @@ export function attributeCpu(root: TimingJSON, s: CpuState, t0: number, blocking
     const f = name(p.samples[i]!);
     if (f === null) continue;
     const shared = inShared(s.capture.shared, times[i]! + t0);
+    // A gap to the next sample (the sampler thread descheduled on a busy machine) counts no
+    // further than the step's end: a step is never said to have had more CPU than its duration.
+    const step = steps[k]!;
+    const w = Math.min(weights[i]!, step.startMs + step.durationMs - times[i]!);
     let t = tallies.get(k);
     if (t === undefined) tallies.set(k, (t = { ms: 0, sharedMs: 0, fns: new Map() }));
-    add(t, f, weights[i]!, shared);
-    add(whole, f, weights[i]!, shared);
+    add(t, f, w, shared);
+    add(whole, f, w, shared);
   }
   let bound = 0;
   for (const [k, t] of tallies) {

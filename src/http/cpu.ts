@@ -36,6 +36,16 @@ export interface CpuRequest {
   note: string | undefined;
 }
 
+/** The headers CPU sampling reads, for an adapter whose request has no Node headers object (Hono). */
+export function cpuHeaders(get: (name: string) => string | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const h = get(CPU_HEADER);
+  const c = get('cookie');
+  if (h !== undefined) out[CPU_HEADER] = h;
+  if (c !== undefined) out.cookie = c;
+  return out;
+}
+
 /** Did the request ask? The header `1`, or the cookie. */
 export function cpuAsked(headers: Record<string, unknown>): { header: boolean; cookie: boolean } | null {
   const h = headers[CPU_HEADER];
