@@ -136,6 +136,8 @@ console.log(JSON.stringify(out));`,
       'node:module',
       'node:os',
       'node:perf_hooks',
+      // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
+      'node:url',
       'node:util',
       'on-headers',
     ]);

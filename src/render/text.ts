@@ -1,7 +1,7 @@
 import type { FanOutJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
-import { blockingNote, ms1, ms1With, tenths } from './format.js';
+import { ms1, ms1With, tenths } from './format.js';
 import { summarize } from '../analysis/wall.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../core/names.js';
