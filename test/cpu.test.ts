@@ -14,8 +14,9 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { miniprof } from '../adapters/express.js';
-import { memoryStore, renderHtmlComment, step, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { cpuSampling } from '../src/analysis/cpu-sampler.js';
+import { currentProfile, memoryStore, renderHtmlComment, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
+import { profileBytes } from '../src/core/json.js';
+import { cpuSampling, Sampling } from '../src/analysis/cpu-sampler.js';
 import { gcObserving } from '../src/analysis/gc.js';
 import { openProfiles } from '../src/core/context.js';
 import { closeServers, serve, waitFor } from './helpers/http.js';
@@ -41,9 +42,11 @@ async function app(extra: Record<string, unknown> = {}) {
   const store = memoryStore();
   const errors: unknown[] = [];
   const seen: boolean[] = [];
+  const profiles: Profile[] = [];
   const a = express();
   a.use(miniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1', results: { store }, onInternalError: (e) => errors.push(e), ...extra }));
   a.get('/burn', async (_req, res) => {
+    profiles.push(currentProfile()!);
     await step('burn', async () => {
       await sleep(5);
       seen.push(cpuSampling());
@@ -72,7 +75,7 @@ async function app(extra: Record<string, unknown> = {}) {
   });
   const port = await serve(a);
   const url = (path: string) => `http://127.0.0.1:${port}${path}`;
-  return { port, store, errors, seen, url };
+  return { port, store, errors, seen, url, profiles };
 }
 
 const DEV = { 'x-dev': '1' };
@@ -119,6 +122,12 @@ describe('CPU sampling on request: the named function', () => {
     expect(top.ms).toBeLessThanOrEqual(burn.cpu!.ms);
     expect(p.cpu!.top.map((f) => f.fn)).toContain('burnCpu');
     expect(body).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
+    // The store's byte accounting counts the samples: exact size, and the bound at least that.
+    await waitFor(() => first.profiles[0]!.sealed);
+    const sealed = first.profiles[0]!;
+    expect(profileBytes(sealed.data())).toBe(Buffer.byteLength(JSON.stringify(sealed.data())));
+    expect(sealed.jsonBound()).toBeGreaterThanOrEqual(profileBytes(sealed.data()));
+    expect(sealed.data().cpu!.profile!.samples.length).toBeGreaterThan(0);
     expect(cpuSampling()).toBe(false);
     expect(errors).toEqual([]);
   });
@@ -235,6 +244,31 @@ describe('CPU sampling on request', () => {
       spy.mockRestore();
     }
     expect(String(errors[0])).toContain('node:inspector is not available');
+    expect(cpuSampling()).toBe(false);
+  });
+});
+
+describe('CPU sampling that fails to stop', () => {
+  afterEach(closeServers);
+
+  it('the request still gets its normal profiled response, the fault goes to onInternalError, and the slot is free', async () => {
+    const { url, errors } = await app();
+    const real = Sampling.prototype.stop;
+    const spy = vi.spyOn(Sampling.prototype, 'stop').mockImplementation(function (this: Sampling) {
+      real.call(this);
+      throw new Error('inspector gone');
+    });
+    try {
+      const r = await fetch(url('/burn'), { headers: SAMPLED });
+      expect(r.status).toBe(200);
+      const text = await r.text();
+      expect(text).toContain('> burn = ');
+      expect(text).toContain('! CPU sampling failed to stop (the fault went to onInternalError)');
+      expect(text).not.toContain('\ncpu: ');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(errors.map(String)).toEqual(['Error: inspector gone']);
     expect(cpuSampling()).toBe(false);
   });
 });
