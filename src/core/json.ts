@@ -34,6 +34,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
   if (p.cpu !== undefined) b += 7 + bytes(p.cpu, 'cpu');
+  if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
 

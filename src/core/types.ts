@@ -198,4 +198,10 @@ export interface ProfileJSON {
   traceId?: string;
   /** The request was CPU-sampled on request (`x-miniprof-cpu: 1` or the badge's "Profile CPU"). */
   cpu?: CpuJSON;
+  /**
+   * What miniprof itself spent on the response after the app handed it over (finding the
+   * comment's place, rendering the comment and `Server-Timing`, sealing), in ms; not part of any
+   * step's time. Set by the HTTP adapters when it is above 0.
+   */
+  miniprofMs?: number;
 }
