@@ -134,6 +134,8 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
+      // findSourceMap, for the files and lines CPU samples name (src/analysis/cpu-source.ts).
+      'node:module',
       'node:os',
       'node:perf_hooks',
       // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
