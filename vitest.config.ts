@@ -10,12 +10,14 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export const SERVICE_TESTS = [
   'test/adapters/capture-secrets.test.ts',
   'test/badge-browser.test.ts',
+  'test/bluebird-context.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/cpu-browser.test.ts',
   'test/cpu-redis.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
+  'test/load-verdicts.test.ts',
   'test/instrument-pg-real.test.ts',
   'test/mask-real.test.ts',
   'test/nginx.test.ts',
@@ -28,6 +30,7 @@ export const SERVICE_TESTS = [
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
+  'test/step-knex.test.ts',
 ];
 
 /**

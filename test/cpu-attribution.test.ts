@@ -3,7 +3,7 @@
  * no clock (the times are chosen, the mapping is the capture's offset).
  */
 import { describe, expect, it } from 'vitest';
-import { attributeCpu, type CpuState } from '../src/analysis/cpu.js';
+import { attributeCpu, type CpuState } from '../src/analysis/cpu-samples.js';
 import type { CpuProfileJSON, TimingJSON } from '../src/core/types.js';
 
 const frame = (functionName: string, url: string, lineNumber: number) => ({ functionName, scriptId: '1', url, lineNumber, columnNumber: 0 });

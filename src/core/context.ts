@@ -5,6 +5,7 @@ import { gcClosed, gcOpened } from '../analysis/gc.js';
 import type { TimingNode } from './timing.js';
 import { traceHooks } from './trace.js';
 import { report } from './errors.js';
+import { probeLostContext, warnLostContext } from './lost-context.js';
 
 /**
  * The one AsyncLocalStorage of the process. ESM-only packaging keeps it single: a dual CJS/ESM
@@ -61,6 +62,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
     open++;
     loopOpened(profile);
     gcOpened(profile);
+    probeLostContext(als as AsyncLocalStorage<unknown>);
   }
   return als.run(profile.root, fn, ...args);
 }
@@ -74,6 +76,7 @@ export function closeProfile(profile: Profile, announce = true): void {
   if (profile.sealed) return;
   loopClosed(profile);
   gcClosed(profile);
+  warnLostContext(profile);
   profile.seal();
   if (announce) announceSealed(profile);
   if (!profile.entered) return;

@@ -32,6 +32,8 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.customSummary !== undefined) b += 17 + bytes(p.customSummary, 'customSummary');
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
+  if (p.notRunMs !== undefined) b += 12 + numberBytes(p.notRunMs);
+  if (p.startup !== undefined) b += 15;
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
   if (p.cpu !== undefined) b += 7 + bytes(p.cpu, 'cpu');
   if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
@@ -62,6 +64,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
   if (t.cpu !== undefined) b += 7 + bytes(t.cpu, 'cpu');
   if (t.gcMs !== undefined) b += 8 + numberBytes(t.gcMs);
+  if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
   return b + 1;
 }
 

@@ -99,11 +99,16 @@ export interface TimingJSON {
   /**
    * The request was CPU-sampled (`x-miniprof-cpu: 1`) and this step held the CPU (it is
    * `blocking`, or its samples add up to more than `blockingMs`): what ran while it was the
-   * innermost step open (src/analysis/cpu.ts).
+   * innermost step open (src/analysis/cpu-samples.ts).
    */
   cpu?: StepCpuJSON;
   /** Garbage-collection pauses while this blocking step was the innermost step open, in ms (src/analysis/gc.ts). */
   gcMs?: number;
+  /**
+   * The N+1 this step ran: the largest group of at least three similar custom timings (one shape
+   * once values are masked) of which this is the innermost step holding them all.
+   */
+  nPlusOne?: NPlusOneJSON;
 }
 
 /** One function of a CPU sample's attribution: where the time went, by self time. */
@@ -152,6 +157,16 @@ export interface CpuJSON {
   note?: string;
 }
 
+/** A group of similar custom timings, named on the step that ran them (`TimingJSON.nPlusOne`). */
+export interface NPlusOneJSON {
+  category: string;
+  /** The group's command as its rows show it (`ProfileJSON.similar`'s). */
+  command: string;
+  count: number;
+  /** Its id in `ProfileJSON.similar`. */
+  similar: number;
+}
+
 /** A group of similar children started together (see `TimingJSON.concurrency`). */
 export interface FanOutJSON {
   /** The steps' name; for custom timings, their shared shape (as in `ProfileJSON.similar`). */
@@ -191,9 +206,20 @@ export interface ProfileJSON {
   similar?: SimilarGroupJSON[];
   /**
    * The largest event-loop delay seen while the profile was open, when it exceeded `blockingMs`
-   * (measured against real time, so only with the default clock).
+   * (measured against real time, so only with the default clock), counting only the time the
+   * process was running (see `notRunMs`).
    */
   eventLoopDelayMs?: number;
+  /**
+   * How long the process did not run at all while its event loop was due (a busy machine, a
+   * paused process), when more than `blockingMs`: no step is blamed for this time. Default clock only.
+   */
+  notRunMs?: number;
+  /**
+   * The first profile measured since the process started, and its event loop was held: that may be
+   * one-time startup work (module loading, compilation) rather than the steps' own.
+   */
+  startup?: true;
   /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
   traceId?: string;
   /** The request was CPU-sampled on request (`x-miniprof-cpu: 1` or the badge's "Profile CPU"). */

@@ -2,7 +2,7 @@ import { monotonic } from '../core/clock.js';
 import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { Profile } from '../core/profile.js';
 import { CPU_INTERVAL_US, startCpu, type CpuCapture, type Sampling } from '../analysis/cpu-sampler.js';
-import type { CpuState } from '../analysis/cpu.js';
+import type { CpuState } from '../analysis/cpu-samples.js';
 import type { CpuProfileJSON } from '../core/types.js';
 import { headerString, type HeaderView } from './inject.js';
 
