@@ -137,6 +137,8 @@ console.log(JSON.stringify(out));`,
       // findSourceMap, for the files and lines CPU samples name (src/analysis/cpu-source.ts).
       'node:module',
       'node:os',
+      // join, for the lost-context probe (src/core/lost-context.ts).
+      'node:path',
       'node:perf_hooks',
       // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
       'node:url',
