@@ -139,11 +139,14 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
-      // createRequire(…).cache and join: which promise libraries the app loaded (src/core/lost-context.ts).
+      // findSourceMap (src/analysis/cpu-source.ts) and createRequire(…).cache (src/core/lost-context.ts).
       'node:module',
       'node:os',
+      // join, for the lost-context probe (src/core/lost-context.ts).
       'node:path',
       'node:perf_hooks',
+      // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
+      'node:url',
       'node:util',
       'on-headers',
     ]);

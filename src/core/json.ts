@@ -35,6 +35,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.notRunMs !== undefined) b += 12 + numberBytes(p.notRunMs);
   if (p.startup !== undefined) b += 15;
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.cpu !== undefined) b += 7 + bytes(p.cpu, 'cpu');
   if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
@@ -61,6 +62,8 @@ function treeBytes(t: TimingJSON): number {
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.cpu !== undefined) b += 7 + bytes(t.cpu, 'cpu');
+  if (t.gcMs !== undefined) b += 8 + numberBytes(t.gcMs);
   if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
   return b + 1;
 }

@@ -6,6 +6,8 @@ import { analyseFanOut } from '../analysis/fanout.js';
 import { analyseNPlusOne } from '../analysis/nplusone.js';
 import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
+import { attributeCpu, type CpuState } from '../analysis/cpu-samples.js';
+import { attributeGc, gcFlush, MAX_GC } from '../analysis/gc.js';
 import { warnLostContext } from './lost-context.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
@@ -78,6 +80,10 @@ export class Profile implements Linked {
    * may report (src/instrument/record.ts); null until the first, and again once sealed.
    */
   pending: Pending[] | null;
+  /** @internal The request's CPU samples once its sampling stopped (src/http/cpu.ts); null if not sampled. */
+  cpu: CpuState | null;
+  /** @internal GC pauses while open, flat `[fromUs, durUs, …]` (src/analysis/gc.ts); null until one. */
+  gc: number[] | null;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -112,6 +118,8 @@ export class Profile implements Linked {
     this.clockFailed = false;
     this.lateWarned = false;
     this.pending = null;
+    this.cpu = null;
+    this.gc = null;
     this.trace = activeTrace(config);
     // A trace the sampler dropped is nowhere to link to; its spans may still join (MiniprofSampler).
     this.traceId = this.trace !== undefined && sampled(this.trace) ? this.trace.traceId : undefined;
@@ -211,6 +219,13 @@ export class Profile implements Linked {
     );
   }
 
+  /** @internal A GC pause while open (src/analysis/gc.ts); bounded like the stalls. */
+  addGc(fromUs: number, durUs: number): void {
+    if (this.sealedJSON !== null) return;
+    if (this.gc === null) this.gc = [fromUs, durUs];
+    else if (this.gc.length < 2 * MAX_GC) this.gc.push(fromUs, durUs);
+  }
+
   /** @internal Warnings are bounded like everything else a request can make. */
   warn(message: string): void {
     if (this.warnings.length < MAX_WARNINGS) this.warnings.push(message);
@@ -276,6 +291,7 @@ export class Profile implements Linked {
     if (this.sealedJSON !== null) return this.sealedJSON;
     // A stall in the work that just finished the response is seen before the monitor's next tick.
     loopCredit(this);
+    gcFlush();
     warnLostContext(this);
     sawRunning = false;
     const json = this.snapshot(false);
@@ -303,7 +319,7 @@ export class Profile implements Linked {
     const lastEnd = n === 0 ? 0 : s![n - 3]!;
     const lastShared = n === 0 ? 0 : s![n - 2]!;
     const lastCpu = n === 0 ? 0 : s![n - 1]!;
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared, lastCpu];
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared, lastCpu, this.cpu === null ? 0 : 1, this.gc === null ? 0 : this.gc.length];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
@@ -376,6 +392,14 @@ export class Profile implements Linked {
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
     if (this.stalls !== null) boundNow += attributeStalls(root, this.stalls, this.config.blockingMs);
+    // After the stalls: both read `blocking`.
+    if (this.gc !== null) boundNow += attributeGc(root, this.gc);
+    if (this.cpu !== null) {
+      const cpu = attributeCpu(root, this.cpu, this.t0, this.config.blockingMs);
+      // The caller's own copy for toJSON(): the samples are otherwise shared with the store's.
+      json.cpu = own ? jsonCopy(cpu.json) : cpu.json;
+      boundNow += cpu.bound;
+    }
     const loop = this.loopOut();
     if (loop !== -1) {
       json.eventLoopDelayMs = loop;

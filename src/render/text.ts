@@ -2,10 +2,11 @@ import type { ProfileJSON, TimingJSON } from '../core/types.js';
 import { stepNotes, type NoteStyle } from './marks.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
-import { blockingNote, ms1, ms1With, tenths } from './format.js';
+import { ms1, ms1With, tenths } from './format.js';
 import { summarize } from '../analysis/wall.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../core/names.js';
+import { cpuLine, heldNote } from './cpu-note.js';
 
 export interface TextOptions {
   /** Escape everything outside printable ASCII (for pages not in UTF-8). Default false. */
@@ -45,6 +46,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   }
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
+  if (p.cpu !== undefined) out += cpuLine(p.cpu, ascii);
   out += ownTime(p);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   out += runNotes(p);
@@ -109,14 +111,15 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
     out += `${ms1(t.durationMs)}ms`;
     if (t.error === true) out += ' (error)';
     if (t.unfinished === true) out += ' (unfinished)';
-    if (t.blocking === true) out += ` (${blockingNote(t)})`;
+    // The blocking verdict with its GC pauses and, for a sampled request, what held the CPU (cpu-note.ts).
+    if (t.blocking === true || t.cpu !== undefined) out += ` (${heldNote(t, ascii)})`;
     const notes = stepNotes(t, ascii ? ASCII_NOTES : UTF8_NOTES);
     for (let i = 0; i < notes.length; i++) out += ` (${notes[i]})`;
     out += '\n';
