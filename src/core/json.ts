@@ -52,12 +52,15 @@ function treeBytes(t: TimingJSON): number {
   if (t.blocking !== undefined) b += 16;
   if (t.parallelism !== undefined) b += 15 + numberBytes(t.parallelism);
   if (t.traced !== undefined) b += 14;
+  if (t.handler !== undefined) b += 15;
   // The analysis fields (src/analysis), on few steps: the general path.
   if (t.heldMs !== undefined) b += 10 + numberBytes(t.heldMs);
   if (t.blockingAmbiguous !== undefined) b += 25;
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  // The root's time in no step.
+  if (t.selfMs !== undefined) b += 10 + numberBytes(t.selfMs);
   return b + 1;
 }
 

@@ -37,8 +37,13 @@ export const F_SYNC = 4;
 export const F_TRACED = 8;
 /** A custom timing a span opened and will close (not one miniprof's own instrumentation took over). */
 export const F_SPAN = 16;
+/**
+ * A step miniprof opened for the framework's route handler (src/http/fastify-handler.ts): the
+ * JSON says `handler`, and Server-Timing looks through it to the app's own steps inside.
+ */
+export const F_HANDLER = 32;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 4;
+const DEPTH_SHIFT = 6;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {

@@ -94,8 +94,18 @@ export interface TimingJSON {
   serialized?: true;
   /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
   traced?: true;
+  /**
+   * A step miniprof opened for the framework's route handler (`autoSteps`: Fastify's
+   * `handler GET /users/:id`). Server-Timing shows the steps inside it in its place.
+   */
+  handler?: true;
   /** The group `concurrency` was estimated from (the most serialized one, if several). */
   fanOut?: FanOutJSON;
+  /**
+   * On the root only, when it has child steps: the request's time in no step (its duration less
+   * the union of its children's intervals), so the time nobody wrapped has a name.
+   */
+  selfMs?: number;
 }
 
 /** A group of similar children started together (see `TimingJSON.concurrency`). */

@@ -18,7 +18,8 @@ export interface TextOptions {
  * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` (`56.2ms held` for the
  * loop held after an await, see format.ts blockingNote), `(parallel x2.9)` when its children
  * overlapped, and `(serialized: 5 × load user ran one at a time)` or `(5 × load user: 2.0 at
- * once)` for children started together (src/analysis/fanout.ts). Custom timings follow their step as
+ * once)` for children started together (src/analysis/fanout.ts), and on the root line
+ * `(20.1ms in no step)`, the time no step accounts for. Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
  * masked shape, and `!` lines for a stalled event loop, dropped steps and warnings. User text is
@@ -27,7 +28,7 @@ export interface TextOptions {
  * @example
  * web-1 at 2026-11-29T12:00:00.000Z
  * Path: GET /users/42
- *  GET /users/42 = 376.9ms
+ *  GET /users/42 = 376.9ms (373.5ms in no step)
  * > load user = 3.4ms
  * >> [sql] select * from users where id = ? = 3.1ms
  */
@@ -85,7 +86,7 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.selfMs === undefined) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
@@ -95,6 +96,8 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
     if (t.blocking === true) out += ` (${blockingNote(t)})`;
     if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
     if (t.concurrency !== undefined && t.fanOut !== undefined) out += fanOutNote(t.concurrency, t.serialized === true, t.fanOut, ascii);
+    // The root's time in no step (src/analysis/self.ts).
+    if (typeof t.selfMs === 'number') out += ` (${ms1(t.selfMs)}ms in no step)`;
     out += '\n';
   }
   const custom = t.custom;
