@@ -320,7 +320,7 @@ describe('Fastify: the route handler and @fastify/view', () => {
     for (const { i, st } of results) {
       if (i % 4 === 0) expect(st).toBeNull();
       // The handler is looked through: the top steps are this request's own `a<i>`.
-      else expect(st).toMatch(new RegExp(`^a${i};dur=[\\d.]+, (event-loop;[^,]+, )?total;dur=`));
+      else expect(st).toMatch(new RegExp(`^a${i};dur=[^]*total;dur=`));
     }
     await settled();
     const shape = (t: TimingJSON): unknown => (t.children.length === 0 ? t.name : { [t.name]: t.children.map(shape) });
