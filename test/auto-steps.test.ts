@@ -221,7 +221,7 @@ describe('Fastify: the route handler and @fastify/view', () => {
     });
     app.setErrorHandler((err, _req, reply) => {
       c.t += 1;
-      void reply.code(500).type('text/html').send(`<html><body>${err.message}</body></html>`);
+      void reply.code(500).type('text/html').send(`<html><body>${(err as Error).message}</body></html>`);
     });
     await app.ready();
     return app;

@@ -40,6 +40,11 @@ export function closeStep(t: TimingNode<Profile>, error: boolean): void {
   t.end(profile, error ? F_ERROR : 0);
 }
 
+/** @internal Mark `t` errored now; it ends later (a no-op once its profile is sealed). */
+export function markFailed(t: TimingNode<Profile>): void {
+  if (t.profile !== null) t.flags |= F_ERROR;
+}
+
 /**
  * @internal Call `fn` with `t` as the current step of what it starts. A synchronous throw ends
  * `t` as errored and is rethrown as it is.

@@ -1,5 +1,5 @@
 import { tracingChannel } from 'node:diagnostics_channel';
-import { closeStep, openStep } from '../core/auto.js';
+import { closeStep, markFailed, openStep } from '../core/auto.js';
 import { als } from '../core/context.js';
 import { report } from '../core/errors.js';
 import type { Profile } from '../core/profile.js';
@@ -12,8 +12,9 @@ import { F_HANDLER, type TimingNode } from '../core/timing.js';
  * "Diagnostics Channel Hooks"), and calls the handler through `start.runStores(message, …)`. A
  * store bound to that channel with `bindStore(als, transform)` is entered with `als.run` for the
  * handler's call: the transform opens the step and returns it, so the handler runs with the step
- * as its current step. No other event is subscribed to: the step ends as the reply is sent
- * (errored when an error is sent), which is when the response's outputs are made from the tree.
+ * as its current step. The step ends as the reply is sent, which is when the response's outputs
+ * are made from the tree; the `error` event (a throw or a rejection, an Error or not) marks it
+ * errored.
  *
  * The store is bound only while a developer request that wants it is open, so nobody else's
  * request pays for the channel; and the transform opens a step only for those requests' replies.
@@ -36,6 +37,8 @@ type OnError = (err: unknown) => void;
 const wanted = new WeakMap<object, OnError>();
 /** How many of them: the store is bound while there is at least one. */
 let live = 0;
+/** The step opened for a `start` message, for its `error` event (the same object). */
+const opened = new WeakMap<object, TimingNode<Profile>>();
 
 /**
  * Time this developer request's route handler. `raw` is the reply's Node response: its 'close'
@@ -43,10 +46,15 @@ let live = 0;
  */
 export function timeFastifyHandler(reply: object, raw: { once(event: 'close', listener: () => void): unknown }, onError: OnError): void {
   wanted.set(reply, onError);
-  if (live++ === 0) handler.start.bindStore(als, enter);
+  if (live++ === 0) {
+    handler.start.bindStore(als, enter);
+    handler.error.subscribe(failed);
+  }
   raw.once('close', () => {
     wanted.delete(reply);
-    if (--live === 0) handler.start.unbindStore(als);
+    if (--live > 0) return;
+    handler.start.unbindStore(als);
+    handler.error.unsubscribe(failed);
   });
 }
 
@@ -63,12 +71,19 @@ function enter(message: unknown): TimingNode<Profile> {
   try {
     const t = openStep(handlerName(m), onError, scope, F_HANDLER);
     if (t === null) return scope;
+    opened.set(message as object, t);
     endAtSend(m.reply as Sends, t);
     return t;
   } catch (err) {
     report(onError, err);
     return scope;
   }
+}
+
+/** Fastify's `error` event: the handler threw or rejected (before the error is sent). */
+function failed(message: unknown): void {
+  const t = typeof message === 'object' && message !== null ? opened.get(message) : undefined;
+  if (t !== undefined) markFailed(t);
 }
 
 /** `handler GET /users/:id`: the route's method and its URL pattern, never the request's path. */

@@ -12,3 +12,8 @@ declare module 'polka' {
   }
   export default function polka(): Polka;
 }
+// ejs 7 ships no types; the tests hand it to @fastify/view as an engine object only.
+declare module 'ejs' {
+  const ejs: Record<string, unknown>;
+  export default ejs;
+}
