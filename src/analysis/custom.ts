@@ -1,3 +1,4 @@
+import type { CustomNode } from '../core/timing.js';
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
 import { unionMs } from './wall.js';
@@ -40,11 +41,18 @@ function us(ms: number): number {
  * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
  *
  * A duplicate is the same category, the same command and the same values: the raw command is
- * compared, and instrumentations append values sent apart from the text (pg's `$1`) to it before
- * this runs (src/instrument/record.ts withParams). A command cut at `maxCommandLength` may differ
- * from another only past the cut, so it is never called a duplicate; it can still be similar.
+ * compared, and so is the digest of the values sent apart from the text (pg's `$1`), which the
+ * instrumentations put on the node (src/instrument/values.ts), never into the command. A command
+ * cut at `maxCommandLength` may differ from another only past the cut, so it is never called a
+ * duplicate; it can still be similar. `nodes`: each custom timing's node, for its dialect (how
+ * its command is masked) and its values digest.
  */
-export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxCommandLength: number): CustomAnalysis | undefined {
+export function analyseCustom(
+  root: TimingJSON,
+  redactCommands: boolean,
+  maxCommandLength: number,
+  nodes: ReadonlyMap<CustomTimingJSON, CustomNode>,
+): CustomAnalysis | undefined {
   const all: CustomTimingJSON[] = [];
   const stack: TimingJSON[] = [root];
   while (stack.length > 0) {
@@ -55,20 +63,26 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
   if (all.length === 0) return undefined;
 
   const exact = new Map<string, number>();
-  // Per distinct raw command: its redacted text, computed once and used for both the shape and
-  // (unless redaction is off) the output.
+  const exactKeys: string[] = [];
+  // Per distinct category, dialect and raw command: its redacted text, computed once and used for
+  // both the shape and (unless redaction is off) the output.
   const masked = new Map<string, string>();
   const shapes = new Map<string, string>();
   const groups = new Map<string, Group>();
   const keys: string[] = [];
+  const maskKeys: string[] = [];
   for (const c of all) {
-    const key = `${c.category}\0${c.command}`;
+    const node = nodes.get(c);
+    const key = `${c.category}\0${c.command}\0${node?.values ?? ''}`;
+    exactKeys.push(key);
     exact.set(key, (exact.get(key) ?? 0) + 1);
-    let shape = shapes.get(c.command);
+    const mkey = `${c.category}\0${node?.dialect ?? ''}\0${c.command}`;
+    maskKeys.push(mkey);
+    let shape = shapes.get(mkey);
     if (shape === undefined) {
-      const m = redact(c.command);
-      masked.set(c.command, m);
-      shapes.set(c.command, (shape = shapeOf(m)));
+      const m = redact(c.command, c.category, node?.dialect);
+      masked.set(mkey, m);
+      shapes.set(mkey, (shape = shapeOf(m)));
     }
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
@@ -95,7 +109,7 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
     cat.count++;
     cat.durationMs += c.durationMs;
     spans.get(c.category)!.push(c.startMs, c.startMs + c.durationMs);
-    if (exact.get(`${c.category}\0${c.command}`)! > 1 && !wasCut(c.command, maxCommandLength)) {
+    if (exact.get(exactKeys[i]!)! > 1 && !wasCut(c.command, maxCommandLength)) {
       c.duplicate = true;
       cat.duplicate++;
     }
@@ -109,7 +123,7 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
       c.similar = g.id;
       cat.similar++;
     }
-    if (redactCommands) c.command = masked.get(c.command)!;
+    if (redactCommands) c.command = masked.get(maskKeys[i]!)!;
     bound += ITEM_BOUND + 6 * (c.category.length + c.command.length);
   }
   const customSummary = [...cats.values()];

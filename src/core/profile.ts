@@ -308,6 +308,8 @@ export class Profile implements Linked {
     const warnings = own || this.warnings.length !== 0 || this.extraWarnings > 0 ? this.warnings.slice() : (NO_CHILDREN as unknown as string[]);
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
+    const nodes = this.customs === null ? null : new Map<CustomTimingJSON, CustomNode>();
+    nodesNow = nodes;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
     wide = false;
@@ -317,6 +319,7 @@ export class Profile implements Linked {
     } finally {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
+      nodesNow = null;
     }
     // The time in no step, on the root line of every output (src/analysis/self.ts).
     if (root.children.length > 0) root.selfMs = selfMs(root);
@@ -339,7 +342,7 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
+    const custom = nodes !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, nodes) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
@@ -430,6 +433,11 @@ let leafChildren: TimingJSON[] | null = null;
 const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
+/**
+ * Each custom timing's JSON and the node it was made from, for analyseCustom: the dialect and the
+ * values digest it reads stay out of the JSON.
+ */
+let nodesNow: Map<CustomTimingJSON, CustomNode> | null = null;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -509,6 +517,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
   if ((c.flags & F_TRACED) !== 0) out.traced = true;
+  nodesNow?.set(out, c);
   return out;
 }
 
