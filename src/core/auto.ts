@@ -3,7 +3,7 @@ import { report } from './errors.js';
 import { toText } from './names.js';
 import type { Profile } from './profile.js';
 import { admit } from './step.js';
-import { F_ERROR, parentIn, RUNNING, TimingNode } from './timing.js';
+import { F_AUTO, F_ERROR, parentIn, RUNNING, TimingNode } from './timing.js';
 
 /**
  * Steps miniprof opens by itself for the framework's own work (a view rendered, Fastify's route
@@ -25,7 +25,7 @@ export function openStep(name: string, onError: (err: unknown) => void, scope: T
     const parent = parentIn(scope);
     if (!admit(profile, parent)) return null;
     const t = new TimingNode(toText(name, profile.config.maxNameLength), parent, profile, profile.nowUs());
-    t.flags |= flags;
+    t.flags |= flags | F_AUTO;
     return t;
   } catch (err) {
     report(onError, err);
