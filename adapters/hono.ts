@@ -9,6 +9,7 @@ import type { Headers as NodeHeaders } from '../src/http/proxy.js';
 import { openCapture, openProfile, stripConditionals } from '../src/http/response.js';
 import { cpuHeaders } from '../src/http/cpu.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
+import { timeHonoRender } from '../src/http/views.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -74,6 +75,8 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, cpuHeaders((name) => c.req.header(name)), c);
   if (p === null) return next();
   markProfiled(c);
+  // `c.render` (c.setRenderer, jsxRenderer) as a step.
+  if (cfg.autoSteps) timeHonoRender(c);
   try {
     dropConditionals(c);
   } catch (err) {

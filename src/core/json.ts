@@ -56,6 +56,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.blocking !== undefined) b += 16;
   if (t.parallelism !== undefined) b += 15 + numberBytes(t.parallelism);
   if (t.traced !== undefined) b += 14;
+  if (t.handler !== undefined) b += 15;
   // The analysis fields (src/analysis), on few steps: the general path.
   if (t.heldMs !== undefined) b += 10 + numberBytes(t.heldMs);
   if (t.blockingAmbiguous !== undefined) b += 25;
@@ -65,6 +66,8 @@ function treeBytes(t: TimingJSON): number {
   if (t.cpu !== undefined) b += 7 + bytes(t.cpu, 'cpu');
   if (t.gcMs !== undefined) b += 8 + numberBytes(t.gcMs);
   if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
+  // The root's time in no step.
+  if (t.selfMs !== undefined) b += 10 + numberBytes(t.selfMs);
   return b + 1;
 }
 

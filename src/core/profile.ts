@@ -1,4 +1,4 @@
-import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
+import { CustomNode, F_ERROR, F_HANDLER, F_OFF_CPU, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
@@ -8,6 +8,7 @@ import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../an
 import { loopCredit } from '../analysis/loop.js';
 import { attributeCpu, type CpuState } from '../analysis/cpu-samples.js';
 import { attributeGc, gcFlush, MAX_GC } from '../analysis/gc.js';
+import { selfMs } from '../analysis/self.js';
 import { warnLostContext } from './lost-context.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
@@ -364,6 +365,8 @@ export class Profile implements Linked {
       customsNow = null;
       nodesNow = null;
     }
+    // The time in no step, on the root line of every output (src/analysis/self.ts).
+    if (root.children.length > 0) root.selfMs = selfMs(root);
     // No custom-timing walk for a tree without any: this runs once per developer request (the
     // seal reuses it). The key order is the JSON's: `request` before `root`.
     const started = new Date(this.startedAt).toISOString();
@@ -441,8 +444,8 @@ function requestJSON(r: RequestInfo): RequestInfo {
  * A node's JSON is at most 6 bytes per UTF-16 unit of its name (`\u00XX` is the longest escape;
  * a surrogate pair is 4 bytes) plus this: its four keys and punctuation (48), two numbers of at
  * most 24 characters (the longest a double prints as), every optional member (error 13,
- * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14), a comma in its
- * parent's list and the name's quotes: 233, rounded up.
+ * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14, handler 15), a
+ * comma in its parent's list and the name's quotes: 248, rounded up.
  */
 const NODE_BOUND = 256;
 /** The tree's part of the bound, summed by nodeJSON. */
@@ -466,6 +469,8 @@ function topBound(p: ProfileJSON, tree: number): number {
   if (p.startup !== undefined) b += 15;
   // `,"traceId":` and the id's 32 hex digits in quotes.
   if (p.traceId !== undefined) b += 11 + strBound(p.traceId);
+  // The root's `,"selfMs":` and a number.
+  if (p.root.selfMs !== undefined) b += 10 + 24;
   return b;
 }
 
@@ -518,6 +523,7 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
   if ((node.flags & F_TRACED) !== 0) out.traced = true;
+  if ((node.flags & F_HANDLER) !== 0) out.handler = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
   // A synchronous callback step blocked the loop for all of its duration, unless the process was
   // not running for most of it (F_OFF_CPU, src/core/step.ts).

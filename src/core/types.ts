@@ -94,6 +94,11 @@ export interface TimingJSON {
   serialized?: true;
   /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
   traced?: true;
+  /**
+   * A step miniprof opened for the framework's route handler (`autoSteps`: Fastify's
+   * `handler GET /users/:id`). Server-Timing shows the steps inside it in its place.
+   */
+  handler?: true;
   /** The group `concurrency` was estimated from (the most serialized one, if several). */
   fanOut?: FanOutJSON;
   /**
@@ -109,6 +114,11 @@ export interface TimingJSON {
    * once values are masked) of which this is the innermost step holding them all.
    */
   nPlusOne?: NPlusOneJSON;
+  /**
+   * On the root only, when it has child steps: the request's time in no step (its duration less
+   * the union of its children's intervals), so the time nobody wrapped has a name.
+   */
+  selfMs?: number;
 }
 
 /** One function of a CPU sample's attribution: where the time went, by self time. */

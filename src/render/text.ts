@@ -20,7 +20,8 @@ export interface TextOptions {
  * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` (`56.2ms held` for the
  * loop held after an await, see format.ts blockingNote), then its N+1 and its one verdict on
  * concurrency (`(N+1: 12 × select … where author_id = ?)`, `(serialized: 5 × load user ran one
- * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts). Custom timings follow their step as
+ * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts), and on the root line
+ * `(20.1ms in no step)`, the time no step accounts for. Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
  * masked shape, and `!` lines for a stalled event loop, a process that did not run, a first
@@ -30,7 +31,7 @@ export interface TextOptions {
  * @example
  * web-1 at 2026-11-29T12:00:00.000Z
  * Path: GET /users/42
- *  GET /users/42 = 376.9ms
+ *  GET /users/42 = 376.9ms (373.5ms in no step)
  * > load user = 3.4ms
  * >> [sql] select * from users where id = ? = 3.1ms
  */
@@ -111,7 +112,7 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined && t.selfMs === undefined) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
@@ -122,6 +123,8 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
     if (t.blocking === true || t.cpu !== undefined) out += ` (${heldNote(t, ascii)})`;
     const notes = stepNotes(t, ascii ? ASCII_NOTES : UTF8_NOTES);
     for (let i = 0; i < notes.length; i++) out += ` (${notes[i]})`;
+    // The root's time in no step (src/analysis/self.ts).
+    if (typeof t.selfMs === 'number') out += ` (${ms1(t.selfMs)}ms in no step)`;
     out += '\n';
   }
   const custom = t.custom;
