@@ -166,11 +166,12 @@ describe('instrumentPg against a real PostgreSQL (Debian package) with pg 8', ()
     // pg's Client sends the next query once the last one is answered.
     expect(root.concurrency).toBeLessThan(1.6);
     expect(root.serialized).toBe(true);
-    // Named by the group's shape, as in `similar` (lists of values become `(...)`).
-    expect(root.fanOut).toEqual({ name: 'select pg_sleep(...), $1::int as i', count: 3, category: 'sql', similar: 1 });
+    // Named as in `similar`, which writes the group as its rows are written (issue 59 item 10).
+    expect(root.fanOut).toEqual({ name: 'select pg_sleep(?), $1::int as i', count: 3, category: 'sql', similar: 1 });
     expect(profile.toJSON().similar![0]!.command).toBe(root.fanOut!.name);
+    // The same three queries are the step's N+1: one mark says both.
     expect(renderText(profile).split('\n')[1]).toMatch(
-      /^ job = [\d.]+ms \(serialized: 3 × \[sql\] select pg_sleep\(\.\.\.\), \$1::int as i ran one at a time\)$/,
+      /^ job = [\d.]+ms \(N\+1: 3 × select pg_sleep\(\?\), \$1::int as i, one at a time\)$/,
     );
   });
 

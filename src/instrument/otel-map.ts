@@ -1,5 +1,6 @@
 import type { SqlDialect } from '../core/types.js';
 import { valuesDigest } from './values.js';
+import { CONNECT } from '../analysis/plumbing.js';
 
 /**
  * What an OpenTelemetry span becomes in a profile, read from its kind, name, attributes and
@@ -60,7 +61,7 @@ const OWN_LIBS: ReadonlyMap<string, string> = new Map([
   ['@opentelemetry/instrumentation-pg', 'pg'],
 ]);
 
-/** Spans for opening a database connection (pg, ioredis, node-redis): steps, not commands. */
+/** Spans for opening a database connection (pg, ioredis, node-redis): plumbing, not commands. */
 const CONNECT_SPANS = new Set(['pg.connect', 'pg-pool.connect', 'connect', 'redis-connect']);
 
 function str(v: unknown): string | undefined {
@@ -81,7 +82,7 @@ function httpMethod(a: SpanParts['attributes']): string | undefined {
 /**
  * What a span becomes, read once as it starts: null, nothing (the request's own server span, one
  * `exportProfile` made); {@link STEP}, a step nested as the spans nest; else a custom timing of
- * this category: `sql` for SQL databases, else the database system's own name (`redis`,
+ * this category: `connect` for opening or checking out a connection, `sql` for SQL databases, else the database system's own name (`redis`,
  * `mongodb`…); `http` for an HTTP client call; the RPC or messaging system (`grpc`, `aws-api`,
  * `kafka`) for other client and producer spans.
  */
@@ -91,9 +92,10 @@ export function classify(s: SpanParts): string | null {
   const a = s.attributes;
   const db = dbSystem(a);
   if (db !== undefined) {
-    // Opening a connection is time spent, but not a command: as a step it stays out of the N+1
-    // and duplicate counts, where every pool checkout would read as a repeated query.
-    if (CONNECT_SPANS.has(s.name)) return STEP;
+    // Opening a connection (or checking one out of a pool) is time spent, but not a command:
+    // plumbing, its own category, out of the N+1 and duplicate counts (where every checkout would
+    // read as a repeated query), of folds and of Server-Timing (src/analysis/plumbing.ts).
+    if (CONNECT_SPANS.has(s.name)) return CONNECT;
     return SQL_SYSTEMS.has(db) ? 'sql' : db;
   }
   if (kind !== CLIENT && kind !== PRODUCER) return STEP;

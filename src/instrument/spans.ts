@@ -5,6 +5,7 @@ import type { Profile } from '../core/profile.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, TimingNode } from '../core/timing.js';
 import { classify, commandOf, dialectOf, ownLibOf, STEP, valuesOf, type SpanParts } from './otel-map.js';
 import { claim, pend, unpend } from './record.js';
+import { isPlumbing } from '../analysis/plumbing.js';
 
 /**
  * Spans joining the current profile's tree (miniprof/otel's processor calls these): a span that
@@ -46,7 +47,8 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
     const under = placeOf(step, parent, profile);
     const cfg = profile.config;
     let lib: string | null = null;
-    if (category !== STEP) {
+    // A pool checkout is no call of miniprof's own instrumentation: never paired with one.
+    if (category !== STEP && !isPlumbing(category)) {
       lib = ownLibOf(s);
       // miniprof's own instrumentation opened this very call: it stays, marked as traced, and
       // nests where the span does. Both sides name a call by the step current where it runs (the
