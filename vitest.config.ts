@@ -22,10 +22,12 @@ export const SERVICE_TESTS = [
   'test/instrument.test.ts',
   'test/load-verdicts.test.ts',
   'test/instrument-pg-real.test.ts',
+  'test/mask-mariadb.test.ts',
   'test/mask-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',
+  'test/otel-pg-plumbing.test.ts',
   'test/otel-pairs-db.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
@@ -34,6 +36,7 @@ export const SERVICE_TESTS = [
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
   'test/step-knex.test.ts',
+  'test/store-breaker.test.ts',
 ];
 
 /**
