@@ -9,9 +9,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { miniprof } from '../adapters/express.js';
 import { memoryStore, step, timing, type ProfileJSON } from '../src/index.js';
+import { resetCpuCooldown } from '../src/analysis/cpu-sampler.js';
 import { closeServers, serve, waitFor } from './helpers/http.js';
 import { chromiumPath } from './helpers/services.js';
 // @ts-expect-error plain JavaScript fixture, typed below
@@ -79,6 +80,9 @@ afterAll(async () => {
 });
 
 describe('the CPU section in Chromium', () => {
+  // Each test samples once: no cooldown between them (test/cpu.test.ts tests the cooldown).
+  beforeEach(() => resetCpuCooldown());
+
   it('draws the icicle chart under the strict CSP, with each function named on hover', async () => {
     const r = await fetch(`${base}/report`, { headers: { 'x-miniprof-cpu': '1' } });
     await r.text();

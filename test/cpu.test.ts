@@ -12,11 +12,12 @@ import { miniprof as honoMiniprof } from '../adapters/hono.js';
 import { miniprof as fastifyPlugin } from '../adapters/fastify.js';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import inspector from 'node:inspector';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { miniprof } from '../adapters/express.js';
 import { currentProfile, memoryStore, renderHtmlComment, step, type Profile, type ProfileJSON, type TimingJSON } from '../src/index.js';
 import { profileBytes } from '../src/core/json.js';
-import { cpuSampling, Sampling } from '../src/analysis/cpu-sampler.js';
+import { cpuSampling, resetCpuCooldown, Sampling } from '../src/analysis/cpu-sampler.js';
 import { gcObserving } from '../src/analysis/gc.js';
 import { openProfiles } from '../src/core/context.js';
 import { closeServers, serve, waitFor } from './helpers/http.js';
@@ -77,6 +78,9 @@ async function app(extra: Record<string, unknown> = {}) {
   const url = (path: string) => `http://127.0.0.1:${port}${path}`;
   return { port, store, errors, seen, url, profiles };
 }
+
+// The tests sample back to back: each starts with no cooldown (the cooldown's own tests below move its clock).
+beforeEach(() => resetCpuCooldown());
 
 const DEV = { 'x-dev': '1' };
 const SAMPLED = { 'x-dev': '1', 'x-miniprof-cpu': '1' };
@@ -249,6 +253,70 @@ describe('CPU sampling on request', () => {
   });
 });
 
+describe('the cooldown between samplings (others do not pay for a developer reloading non-stop)', () => {
+  afterEach(closeServers);
+  afterEach(() => resetCpuCooldown());
+
+  const COOLDOWN = (ago: string, every: string) =>
+    `! CPU not sampled: the last sampling was ${ago} s ago; miniprof samples at most once every ${every} s (20× what starting and stopping the profiler held the event loop, at least 1 s), so that other requests do not pay for it`;
+
+  it('a request asking right after a sampling is not sampled and says why; after the gap one is', async () => {
+    // A clock that stands still while the profiler starts and stops: no cost measured, the 1 s floor.
+    let t = 5000;
+    resetCpuCooldown(() => t);
+    const { url, seen, errors } = await app();
+    const first = await (await fetch(url('/burn'), { headers: SAMPLED })).text();
+    expect(first).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
+    t += 400;
+    const second = await (await fetch(url('/burn'), { headers: SAMPLED })).text();
+    expect(second).toContain(`\n${COOLDOWN('0.4', '1.0')}\n`);
+    expect(second).not.toContain('\ncpu: ');
+    t += 599.9;
+    expect(await (await fetch(url('/burn'), { headers: SAMPLED })).text()).toContain(`\n${COOLDOWN('0.9', '1.0')}\n`);
+    t += 0.1;
+    const again = await (await fetch(url('/burn'), { headers: SAMPLED })).text();
+    expect(again).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
+    expect(again).not.toContain('CPU not sampled');
+    expect(seen).toEqual([true, false, false, true]);
+    expect(errors).toEqual([]);
+  });
+
+  it('the gap is 20× what the profiler held the loop: 4 calls of 40 ms, 3.2 s', async () => {
+    let t = 0;
+    resetCpuCooldown(() => t);
+    // Each call to the inspector (enable, setSamplingInterval, start; stop) "holds the loop" 40 ms.
+    const real = inspector.Session.prototype.post;
+    const spy = vi.spyOn(inspector.Session.prototype, 'post').mockImplementation(function (this: inspector.Session, ...args: unknown[]) {
+      t += 40;
+      return (real as (...a: unknown[]) => void).apply(this, args);
+    });
+    try {
+      const { url, seen } = await app();
+      await (await fetch(url('/burn'), { headers: SAMPLED })).text();
+      expect(spy).toHaveBeenCalledTimes(4);
+      t += 3199;
+      expect(await (await fetch(url('/burn'), { headers: SAMPLED })).text()).toContain(`\n${COOLDOWN('3.1', '3.2')}\n`);
+      t += 1;
+      expect(await (await fetch(url('/burn'), { headers: SAMPLED })).text()).toMatch(/\ncpu: \d+\.\dms sampled every 250us/);
+      expect(seen).toEqual([true, false, true]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('a cookie request turned down by the cooldown still clears its one-shot cookie; a plain one is not touched', async () => {
+    let t = 0;
+    resetCpuCooldown(() => t);
+    const { url } = await app();
+    await (await fetch(url('/burn'), { headers: SAMPLED })).text();
+    const r = await fetch(url('/burn'), { headers: { ...DEV, cookie: 'miniprof-cpu=1' } });
+    expect(await r.text()).toContain(`\n${COOLDOWN('0.0', '1.0')}\n`);
+    expect(r.headers.get('set-cookie')).toBe('miniprof-cpu=; Max-Age=0; Path=/; SameSite=Strict');
+    const plain = await (await fetch(url('/burn'), { headers: DEV })).text();
+    expect(plain).not.toContain('CPU not sampled');
+  });
+});
+
 describe('CPU sampling that fails to stop', () => {
   afterEach(closeServers);
 
@@ -315,6 +383,7 @@ describe('CPU sampling with Hono (no Node headers object: the adapter hands over
     const port = await serve(getRequestListener(app.fetch));
     const url = `http://127.0.0.1:${port}/burn`;
     expect(await (await fetch(url, { headers: { 'x-miniprof-cpu': '1' } })).text()).toMatch(/\ncpu: \d+\.\dms sampled/);
+    resetCpuCooldown();
     const viaCookie = await fetch(url, { headers: { cookie: 'miniprof-cpu=1' } });
     expect(await viaCookie.text()).toMatch(/\ncpu: \d+\.\dms sampled/);
     expect(viaCookie.headers.get('set-cookie')).toBe('miniprof-cpu=; Max-Age=0; Path=/; SameSite=Strict');

@@ -37,6 +37,38 @@ type Session = InstanceType<Inspector['Session']>;
 /** The one sampling running in this process, if any. */
 let active: Sampling | null = null;
 
+/**
+ * The cooldown between samplings. Starting V8's profiler holds the event loop while it logs the
+ * code loaded (10-80 ms on the 2-core test VM, more in a large app), and every request in flight
+ * waits. Back to back, samplings cost everyone else two thirds of their throughput
+ * (bench/RESULTS.md). So after a sampling, the next may start only once COOLDOWN_FACTOR times what
+ * the profiler's start and stop held the loop has passed, and at least COOLDOWN_MIN_MS: the
+ * samplings' own stalls are then at most 1/21 (under 5 %) of the process's time, and a developer
+ * reloading non-stop gets at most one sampled page a second (plenty to read; anyone else keeps
+ * their throughput).
+ */
+export const COOLDOWN_FACTOR = 20;
+export const COOLDOWN_MIN_MS = 1000;
+
+/** The cooldown's clock, in ms: `performance.now`, unless a test moved it (resetCpuCooldown). */
+let now: () => number = () => performance.now();
+/** When the last sampling stopped, on `now`'s clock, and the gap after it. */
+let lastStopMs = -Infinity;
+let gapMs = 0;
+
+/** Why a request asking for a sampling was not sampled. */
+export type CpuRefusal = { reason: 'busy' } | { reason: 'cooldown'; sinceMs: number; gapMs: number };
+
+/**
+ * Not public API: clear the cooldown (tests sample back to back) and optionally replace its clock.
+ * Costs measured after this are on that clock too, so a clock that stands still measures none.
+ */
+export function resetCpuCooldown(clock?: () => number): void {
+  now = clock ?? (() => performance.now());
+  lastStopMs = -Infinity;
+  gapMs = 0;
+}
+
 /** Is a request being sampled now? (For tests and the bench.) */
 export function cpuSampling(): boolean {
   return active !== null;
@@ -73,10 +105,13 @@ export class Sampling {
   private readonly onStart = (m: unknown): void => this.started(m);
   private readonly onFinish = (m: unknown): void => this.finished(m);
   private stopped = false;
+  /** What starting the profiler held the loop, in ms on the cooldown's clock. */
+  private readonly startCostMs: number;
 
-  constructor(session: Session, own: object | null) {
+  constructor(session: Session, own: object | null, startCostMs: number) {
     this.session = session;
     this.own = own;
+    this.startCostMs = startCostMs;
     this.startedMs = performance.now();
     subscribe(START, this.onStart);
     subscribe(FINISH, this.onFinish);
@@ -108,6 +143,7 @@ export class Sampling {
     unsubscribe(FINISH, this.onFinish);
     if (this.others.size > 0) this.shared.push(this.othersFrom, performance.now());
     if (active === this) active = null;
+    const before = now();
     try {
       const r = post(this.session, 'Profiler.stop') as { profile: CpuProfileJSON };
       // Read together: V8's profiler stamps samples with the same monotonic clock as
@@ -116,17 +152,23 @@ export class Sampling {
       return { profile: r.profile, offsetUs, shared: this.shared };
     } finally {
       this.session.disconnect();
+      // Also when the stop failed: the start's stall was paid all the same.
+      lastStopMs = now();
+      gapMs = Math.max(COOLDOWN_MIN_MS, COOLDOWN_FACTOR * (this.startCostMs + lastStopMs - before));
     }
   }
 }
 
 /**
- * Start sampling the CPU for one request, or null when another request is being sampled. `own`:
- * the request's headers object, as the HTTP server's channels carry it. Throws when the inspector
- * is not available (a Node built without it) or does not answer: the caller reports the fault.
+ * Start sampling the CPU for one request, or say why not: another request is being sampled, or
+ * the last sampling was too recent (the cooldown above). `own`: the request's headers object, as
+ * the HTTP server's channels carry it. Throws when the inspector is not available (a Node built
+ * without it) or does not answer: the caller reports the fault.
  */
-export function startCpu(own: object | null): Sampling | null {
-  if (active !== null) return null;
+export function startCpu(own: object | null): Sampling | CpuRefusal {
+  if (active !== null) return { reason: 'busy' };
+  const t = now();
+  if (t - lastStopMs < gapMs) return { reason: 'cooldown', sinceMs: t - lastStopMs, gapMs };
   const inspector = process.getBuiltinModule('node:inspector') as Inspector | undefined;
   if (inspector === undefined) throw new Error('miniprof: node:inspector is not available in this Node build');
   const session = new inspector.Session();
@@ -139,6 +181,6 @@ export function startCpu(own: object | null): Sampling | null {
     session.disconnect();
     throw err;
   }
-  active = new Sampling(session, own);
+  active = new Sampling(session, own, now() - t);
   return active;
 }

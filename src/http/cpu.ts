@@ -1,7 +1,7 @@
 import { monotonic } from '../core/clock.js';
 import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { Profile } from '../core/profile.js';
-import { CPU_INTERVAL_US, startCpu, type CpuCapture, type Sampling } from '../analysis/cpu-sampler.js';
+import { COOLDOWN_FACTOR, COOLDOWN_MIN_MS, CPU_INTERVAL_US, Sampling, startCpu, type CpuCapture, type CpuRefusal } from '../analysis/cpu-sampler.js';
 import type { CpuState } from '../analysis/cpu-samples.js';
 import type { CpuProfileJSON } from '../core/types.js';
 import { headerString, type HeaderView } from './inject.js';
@@ -69,13 +69,26 @@ export function openCpu(headers: Record<string, unknown>, clock: unknown, onErro
     return out;
   }
   try {
-    out.sampling = startCpu(headers);
-    if (out.sampling === null) out.note = 'CPU not sampled: another request was being sampled (one at a time per process)';
+    const s = startCpu(headers);
+    if (s instanceof Sampling) out.sampling = s;
+    else out.note = refused(s);
   } catch (err) {
     report(onError, err);
     out.note = 'CPU not sampled: the sampler failed (the fault went to onInternalError)';
   }
   return out;
+}
+
+/** The profile's note for a request the sampler turned down. */
+function refused(r: CpuRefusal): string {
+  if (r.reason === 'busy') return 'CPU not sampled: another request was being sampled (one at a time per process)';
+  // Tenths of a second, the elapsed time down and the gap up: "1.0 s ago … every 1.0 s" cannot happen.
+  const ago = (Math.floor(r.sinceMs / 100) / 10).toFixed(1);
+  const every = (Math.ceil(r.gapMs / 100) / 10).toFixed(1);
+  return (
+    `CPU not sampled: the last sampling was ${ago} s ago; miniprof samples at most once every ${every} s ` +
+    `(${COOLDOWN_FACTOR}× what starting and stopping the profiler held the event loop, at least ${COOLDOWN_MIN_MS / 1000} s), so that other requests do not pay for it`
+  );
 }
 
 /** Said in the profile once it is open. */
