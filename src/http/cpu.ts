@@ -1,7 +1,7 @@
 import { monotonic } from '../core/clock.js';
 import { report, type InternalErrorHandler } from '../core/errors.js';
 import type { Profile } from '../core/profile.js';
-import { COOLDOWN_FACTOR, COOLDOWN_MIN_MS, CPU_INTERVAL_US, Sampling, startCpu, type CpuCapture, type CpuRefusal } from '../analysis/cpu-sampler.js';
+import { COOLDOWN_FACTOR, COOLDOWN_MIN_MS, CPU_INTERVAL_US, startCpu, type CpuCapture, type CpuRefusal, type Sampling } from '../analysis/cpu-sampler.js';
 import type { CpuState } from '../analysis/cpu-samples.js';
 import type { CpuProfileJSON } from '../core/types.js';
 import { headerString, type HeaderView } from './inject.js';
@@ -58,7 +58,8 @@ export function cpuAsked(headers: Record<string, unknown>): { header: boolean; c
 /**
  * Start sampling when the request asks (before its profile opens: starting the profiler can take
  * tens of ms while V8 logs the code it has, and that is not the app's time). Null when it did not
- * ask. One sampling at a time in the process; a fault is reported and the request goes on.
+ * ask. One sampling at a time in the process, and a cooldown after each (src/analysis/cpu-sampler.ts);
+ * a fault is reported and the request goes on.
  */
 export function openCpu(headers: Record<string, unknown>, clock: unknown, onError: InternalErrorHandler): CpuRequest | null {
   const asked = cpuAsked(headers);
@@ -70,8 +71,8 @@ export function openCpu(headers: Record<string, unknown>, clock: unknown, onErro
   }
   try {
     const s = startCpu(headers);
-    if (s instanceof Sampling) out.sampling = s;
-    else out.note = refused(s);
+    if ('reason' in s) out.note = refused(s);
+    else out.sampling = s;
   } catch (err) {
     report(onError, err);
     out.note = 'CPU not sampled: the sampler failed (the fault went to onInternalError)';
