@@ -1,4 +1,4 @@
-import type { CustomNode } from '../core/timing.js';
+import { VALUES_UNKNOWN, type CustomNode } from '../core/timing.js';
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
 import { isPlumbing } from './plumbing.js';
@@ -92,7 +92,8 @@ export function analyseCustom(
       continue;
     }
     const values = node?.values;
-    const key = values === undefined && PLACEHOLDER.test(c.command) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    const unknown = values === VALUES_UNKNOWN || (values === undefined && PLACEHOLDER.test(c.command));
+    const key = unknown ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
     exactKeys.push(key);
     if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;
