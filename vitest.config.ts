@@ -18,6 +18,7 @@ export const SERVICE_TESTS = [
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',
   'test/otel-pairs-db.test.ts',
+  'test/otel-pg-plumbing.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
   'test/otel3.test.ts',
