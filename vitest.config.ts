@@ -8,12 +8,14 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * that every file importing a service helper is listed).
  */
 export const SERVICE_TESTS = [
+  'test/adapters/capture-secrets.test.ts',
   'test/badge-browser.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/instrument-pg-real.test.ts',
+  'test/mask-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',

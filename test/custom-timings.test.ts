@@ -12,9 +12,9 @@ vi.mock('../src/analysis/normalize.js', async (importOriginal) => {
       calls.shape++;
       return real.shapeOf(s);
     },
-    redact: (s: string) => {
+    redact: (...args: Parameters<typeof real.redact>) => {
       calls.redact++;
-      return real.redact(s);
+      return real.redact(...args);
     },
   };
 });

@@ -132,8 +132,8 @@ console.log(JSON.stringify(out));`,
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
-      // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
-      'node:module',
+      // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
+      'node:http',
       'node:os',
       'node:perf_hooks',
       'node:util',
@@ -232,6 +232,27 @@ const core = require('miniprof');
 const api = require('@opentelemetry/api');
 const sdk = require('@opentelemetry/sdk-trace-node');`) + '\nrun();');
     expect(JSON.parse(ok(cjs))).toEqual(expected);
+  });
+
+  test('issue 58: under NODE_DEBUG=miniprof a page above htmlComment.maxBytes, and one the scan cannot follow, each say why they got no comment', () => {
+    const file = write('page-bound.mjs', `import http from 'node:http';
+import { miniprof } from 'miniprof/http';
+const pages = { '/big': '<body>' + 'x'.repeat(2000) + '</body>', '/svg': '<body><svg><div></body>' };
+const mw = miniprof({ isDeveloper: () => true, htmlComment: { maxBytes: 1000 }, results: false });
+const server = http.createServer((req, res) => mw(req, res, () => { res.setHeader('content-type', 'text/html'); res.end(pages[req.url]); }));
+server.listen(0, '127.0.0.1', async () => {
+  for (const path of Object.keys(pages)) {
+    const body = await (await fetch('http://127.0.0.1:' + server.address().port + path)).text();
+    console.log(path, body === pages[path]);
+  }
+  server.close();
+});
+`);
+    const r = spawnSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 30_000, env: { ...process.env, NODE_DEBUG: 'miniprof' } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('/big true\n/svg true\n');
+    expect(r.stderr).toMatch(/MINIPROF \d+: no comment: the page is 2013 bytes, above htmlComment\.maxBytes \(1000\)\n/);
+    expect(r.stderr).toMatch(/MINIPROF \d+: no comment: a <div> inside <svg>\n/);
   });
 
   test('internals are not reachable: only the entries and package.json are exported', () => {

@@ -75,7 +75,7 @@ interface Output {
 
 const SERVER = 1;
 const PAGE = '<!doctype html><html><body><p>ada grace edsger ada true</p></body></html>';
-const N1 = 'select name from users where id = $1 /* params: ? */';
+const N1 = 'select name from users where id = $1';
 
 let postgres: PostgresServer | undefined;
 let redis: RedisServer | undefined;

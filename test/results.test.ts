@@ -251,25 +251,32 @@ for (const kind of ['express', 'fastify'] as const) {
       } as const;
       const bare = await app(kind, null);
       const secret = Buffer.from(SECRET);
-      // Minted as the opt-in route does: signed, and its token kept by the store (F5).
-      const minted = signOptIn(secret, Date.now(), 3_600_000);
-      await store.addOptIn!('peer:127.0.0.1', minted.optIn.token, minted.optIn.expires * 1000);
-      const expired = signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000);
-      await store.addOptIn!('peer:127.0.0.1', expired.optIn.token, Date.now() + 3_600_000);
-      const valid = `__Host-miniprof=${minted.value}`;
-      const cookies = {
-        absent: undefined,
-        valid,
-        forged: `__Host-miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000).value}`,
-        expired: `__Host-miniprof=${expired.value}`,
-        tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
-        garbage: '__Host-miniprof=v2.not-a-token.1.0.x; other=1',
-        unminted: `__Host-miniprof=${signOptIn(secret, Date.now(), 3_600_000).value}`,
-        planted: `miniprof=${minted.value}`,
-      } as const;
+      /** Each cookie, for the app on `port` (an opt-in is bound to the Host it was minted for). */
+      const cookiesFor = async (port: number) => {
+        const origin = `127.0.0.1:${port}`;
+        // Minted as the opt-in route does: signed, and its token kept by the store (F5).
+        const minted = signOptIn(secret, Date.now(), 3_600_000, 0, origin);
+        await store.addOptIn!('peer:127.0.0.1', minted.optIn.token, minted.optIn.expires * 1000);
+        const expired = signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000, 0, origin);
+        await store.addOptIn!('peer:127.0.0.1', expired.optIn.token, Date.now() + 3_600_000);
+        const elsewhere = signOptIn(secret, Date.now(), 3_600_000, 0, '127.0.0.1:1');
+        await store.addOptIn!('peer:127.0.0.1', elsewhere.optIn.token, elsewhere.optIn.expires * 1000);
+        const valid = `__Host-miniprof=${minted.value}`;
+        return {
+          absent: undefined,
+          valid,
+          forged: `__Host-miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000, 0, origin).value}`,
+          expired: `__Host-miniprof=${expired.value}`,
+          tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
+          garbage: '__Host-miniprof=v3.not-a-token.1.0.x; other=1',
+          unminted: `__Host-miniprof=${signOptIn(secret, Date.now(), 3_600_000, 0, origin).value}`,
+          planted: `miniprof=${minted.value}`,
+          anotherPort: `__Host-miniprof=${elsewhere.value}`,
+        } as const;
+      };
       for (const [a, fn] of Object.entries(answers)) {
         const port = await app(kind, { isDeveloper: fn, secret: SECRET, onInternalError: (e: unknown) => faults.push(e), results: { store } } as never);
-        for (const [c, cookie] of Object.entries(cookies)) {
+        for (const [c, cookie] of Object.entries(await cookiesFor(port))) {
           const admitted = a === 'yes' || a === 'slowYes' || c === 'valid';
           const headers: Record<string, string> = cookie === undefined ? {} : { cookie };
           const r = await raw(port, { path: '/page', headers });
@@ -296,7 +303,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const optIn = await raw(port, optInReq(port));
       expect(optIn.status).toBe(303);
       expect(optIn.headers.location).toEqual(['/_miniprof/']);
-      expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=v2\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
+      expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=v3\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
       const a = cookieOf(optIn);
       const b = cookieOf(await raw(port, optInReq(port)));
       expect(a).not.toBe(b);

@@ -7,6 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { renderServerTiming, renderText, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
 import { analyseCustom } from '../src/analysis/custom.js';
+import { CustomNode } from '../src/core/timing.js';
 import { closeCall, openCall } from '../src/instrument/record.js';
 import { renderProfilePage } from '../src/results/pages.js';
 import { folds, marksOf, rows } from '../src/results/timeline.js';
@@ -122,16 +123,18 @@ describe('6: a duplicate is the same command with the same known values', () => 
 
   test('placeholders without a values digest are never duplicates; with one, equal digests are; literal values compare as text', () => {
     const root = { name: 'r', startMs: 0, durationMs: 10, children: [], custom: [sql('select $1::int'), sql('select $1::int'), sql('select * from t where a = ?'), sql('select * from t where a = ?'), sql('select 7'), sql('select 7'), sql('GET http://h/x?a=1'), sql('GET http://h/x?a=1')] };
-    analyseCustom(root, true, 2000);
+    analyseCustom(root, true, 2000, new Map());
     expect(flags(root)).toBe('-1 -1 -2 -2 D3 D3 D4 D4');
     const digests = [sql('select $1::int'), sql('select $1::int'), sql('select $1::int'), sql('select :id'), sql('select :id')];
-    const values = new Map([[digests[0]!, 'x'], [digests[1]!, 'y'], [digests[2]!, 'x']]);
+    // Each timing's node carries its values digest (CustomNode.values), as the instrumentations set it.
+    const node = (values: string) => Object.assign(new CustomNode('sql', 'select $1::int', 0, 'postgres'), { values });
+    const nodes = new Map([[digests[0]!, node('x')], [digests[1]!, node('y')], [digests[2]!, node('x')]]);
     const withValues = { name: 'r', startMs: 0, durationMs: 10, children: [], custom: digests };
-    analyseCustom(withValues, true, 2000, (c) => values.get(c));
+    analyseCustom(withValues, true, 2000, nodes);
     expect(flags(withValues)).toBe('D1 -1 D1 -2 -2');
     // `::int` is a cast, not a named parameter: values known (none) and equal.
     const cast = { name: 'r', startMs: 0, durationMs: 10, children: [], custom: [sql('select 1::int'), sql('select 1::int')] };
-    analyseCustom(cast, true, 2000);
+    analyseCustom(cast, true, 2000, new Map());
     expect(flags(cast)).toBe('D1 D1');
   });
 

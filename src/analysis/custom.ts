@@ -1,3 +1,4 @@
+import type { CustomNode } from '../core/timing.js';
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
 import { isPlumbing } from './plumbing.js';
@@ -42,19 +43,21 @@ function us(ms: number): number {
  * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
  *
  * A duplicate is the same category, the same command and the same values: the raw command is
- * compared, with `values` (a digest of the parameters a client sent apart from the text, see
- * `CustomNode.values`) when it has one. A command with placeholders (`$1`, `?`, `:name`, `@p1`)
- * and no digest ran with values nobody knows (OpenTelemetry's instrumentation-pg without
- * `enhancedDatabaseReporting`): never a duplicate, as two of them may well differ. A command cut
- * at `maxCommandLength` may differ from another only past the cut, so it is never called a
- * duplicate either; both can still be similar. Plumbing (a pool checkout, see plumbing.ts) is
- * neither.
+ * compared, and so is the digest of the values sent apart from the text (pg's `$1`), which the
+ * instrumentations put on the node (src/instrument/values.ts), never into the command. A command
+ * with placeholders (`$1`, `?`, `:name`, `@p1`) and no digest ran with values nobody knows
+ * (OpenTelemetry's instrumentation-pg without `enhancedDatabaseReporting`): never a duplicate, as
+ * two of them may well differ. A command cut at `maxCommandLength` may differ from another only
+ * past the cut, so it is never called a duplicate either; both can still be similar. Plumbing (a
+ * pool checkout, see plumbing.ts) is neither. A group of similar commands is written as its first
+ * member's row is (`select pg_sleep(?)`), so summaries read as the rows do. `nodes`: each custom
+ * timing's node, for its dialect (how its command is masked) and its values digest.
  */
 export function analyseCustom(
   root: TimingJSON,
   redactCommands: boolean,
   maxCommandLength: number,
-  valuesOf: (c: CustomTimingJSON) => string | undefined = NO_VALUES,
+  nodes: ReadonlyMap<CustomTimingJSON, CustomNode>,
 ): CustomAnalysis | undefined {
   const all: CustomTimingJSON[] = [];
   const stack: TimingJSON[] = [root];
@@ -66,34 +69,37 @@ export function analyseCustom(
   if (all.length === 0) return undefined;
 
   const exact = new Map<string, number>();
-  // Per distinct raw command: its redacted text, computed once and used for both the shape and
-  // (unless redaction is off) the output.
+  const exactKeys: string[] = [];
+  // Per distinct category, dialect and raw command: its redacted text, computed once and used for
+  // both the shape and (unless redaction is off) the output.
   const masked = new Map<string, string>();
   const shapes = new Map<string, string>();
   const groups = new Map<string, Group>();
   const keys: string[] = [];
-  // Per timing, its key for duplicates: '' where it can never be one.
-  const exactKeys: string[] = [];
+  const maskKeys: string[] = [];
   for (const c of all) {
-    let shape = shapes.get(c.command);
+    const node = nodes.get(c);
+    const values = node?.values;
+    // '' where it can never be a duplicate: plumbing, or values unknown.
+    const key = isPlumbing(c.category) || (values === undefined && PLACEHOLDER.test(c.command)) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    exactKeys.push(key);
+    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
+    const mkey = `${c.category}\0${node?.dialect ?? ''}\0${c.command}`;
+    maskKeys.push(mkey);
+    let shape = shapes.get(mkey);
     if (shape === undefined) {
-      const m = redact(c.command);
-      masked.set(c.command, m);
-      shapes.set(c.command, (shape = shapeOf(m)));
+      const m = redact(c.command, c.category, node?.dialect);
+      masked.set(mkey, m);
+      shapes.set(mkey, (shape = shapeOf(m)));
     }
     if (isPlumbing(c.category)) {
-      exactKeys.push('');
       keys.push('');
       continue;
     }
-    const values = valuesOf(c);
-    const key = values === undefined && PLACEHOLDER.test(c.command) && !c.command.includes(PARAMS) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
-    exactKeys.push(key);
-    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
     const g = groups.get(gkey);
-    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, command: masked.get(c.command)! });
+    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, command: masked.get(mkey)! });
     else {
       g.count++;
       g.durationMs += c.durationMs;
@@ -130,7 +136,7 @@ export function analyseCustom(
       c.similar = g.id;
       cat.similar++;
     }
-    if (redactCommands) c.command = masked.get(c.command)!;
+    if (redactCommands) c.command = masked.get(maskKeys[i]!)!;
     bound += ITEM_BOUND + 6 * (c.category.length + c.command.length);
   }
   const customSummary = [...cats.values()];
@@ -142,19 +148,11 @@ export function analyseCustom(
   return { customSummary, similar, bound };
 }
 
-const NO_VALUES = (): undefined => undefined;
-
 /**
  * A parameter placeholder: PostgreSQL's `$1`, `?` (mysql2, SQLite, ODBC), `:name` / `:1` (Oracle,
  * SQLite), `@name` (SQL Server). `::int` is a cast, not a `:name`.
  */
 const PLACEHOLDER = /\$\d|(?:^|[\s(,=<>])(?:\?(?=$|[\s),;])|(?<!:):(?!:)\w|@\w)/;
-
-/**
- * What withParams (src/instrument/record.ts) appends when it carries the values in the text: such
- * a command's values are known. Gone once every source sets `CustomNode.values` instead.
- */
-const PARAMS = '/* params: ';
 
 /** Cut by toText (src/core/names.ts): `...` at the end, at the limit or one short of it (a pair). */
 function wasCut(command: string, max: number): boolean {

@@ -33,6 +33,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
 

@@ -308,9 +308,10 @@ export class Profile implements Linked {
     const warnings = own || this.warnings.length !== 0 || this.extraWarnings > 0 ? this.warnings.slice() : (NO_CHILDREN as unknown as string[]);
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
+    const nodes = this.customs === null ? null : new Map<CustomTimingJSON, CustomNode>();
+    nodesNow = nodes;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
-    valuesNow = null;
     wide = false;
     let root: TimingJSON;
     try {
@@ -318,6 +319,7 @@ export class Profile implements Linked {
     } finally {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
+      nodesNow = null;
     }
     // No custom-timing walk for a tree without any: this runs once per developer request (the
     // seal reuses it). The key order is the JSON's: `request` before `root`.
@@ -338,8 +340,7 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, valuesOf) : undefined;
-    valuesNow = null;
+    const custom = nodes !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, nodes) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
@@ -429,6 +430,11 @@ let leafChildren: TimingJSON[] | null = null;
 const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
+/**
+ * Each custom timing's JSON and the node it was made from, for analyseCustom: the dialect and the
+ * values digest it reads stay out of the JSON.
+ */
+let nodesNow: Map<CustomTimingJSON, CustomNode> | null = null;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -499,16 +505,6 @@ function parallelism(t: TimingJSON): void {
 /** The least `parallelism` shown: x1.1 once rounded to one decimal. */
 const PARALLEL_FROM = 1.05;
 
-/**
- * The values digest of the custom timings of the snapshot being made (CustomNode.values), for
- * analyseCustom's duplicates; not in the JSON, which never carries anything of the values.
- */
-let valuesNow: Map<CustomTimingJSON, string> | null = null;
-
-function valuesOf(c: CustomTimingJSON): string | undefined {
-  return valuesNow === null ? undefined : valuesNow.get(c);
-}
-
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   const running = c.durationUs === RUNNING;
   if (running) sawRunning = true;
@@ -522,7 +518,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
   if ((c.flags & F_TRACED) !== 0) out.traced = true;
-  if (c.values !== undefined) (valuesNow ??= new Map()).set(out, c.values);
+  nodesNow?.set(out, c);
   return out;
 }
 

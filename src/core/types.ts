@@ -157,4 +157,10 @@ export interface ProfileJSON {
   eventLoopDelayMs?: number;
   /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
   traceId?: string;
+  /**
+   * What miniprof itself spent on the response after the app handed it over (finding the
+   * comment's place, rendering the comment and `Server-Timing`, sealing), in ms; not part of any
+   * step's time. Set by the HTTP adapters when it is above 0.
+   */
+  miniprofMs?: number;
 }

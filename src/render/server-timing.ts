@@ -47,7 +47,11 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
     throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
-  const total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
+  let total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
+  // miniprof's own time (issue 58), kept like `total` so it is never cut away; its own name, as
+  // `miniprof` already names the profile's id.
+  const self = p.miniprofMs;
+  if (typeof self === 'number' && self >= 0.05) total = `miniprof-self;dur=${ms1(self)}, ${total}`;
   // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
   // metric, so it could drop a last short one that fits. The metrics are then joined as they are
   // made; a value that does not fit makes them again, as a list to cut.
@@ -214,7 +218,7 @@ function tokenOf(name: string, i: number): string {
 }
 
 function reserved(t: string): string {
-  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' ? `${t}_` : t;
+  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' || t === 'miniprof-self' ? `${t}_` : t;
 }
 
 /** RFC 9110 tchar. */

@@ -44,12 +44,22 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   }
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
+  out += ownTime(p);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
   // Indexed loops over the JSON's arrays: see collect() in server-timing.ts.
   const warnings = p.warnings;
   for (let i = 0; i < warnings.length; i++) out += `! ${escapeText(warnings[i]!, ascii)}\n`;
   return out;
+}
+
+/**
+ * What miniprof spent on the response itself, when one decimal can show it: not a step, and not
+ * in the root's time (the root stopped when the app handed the response over).
+ */
+function ownTime(p: ProfileJSON): string {
+  const ms = p.miniprofMs;
+  return typeof ms === 'number' && ms >= 0.05 ? `miniprof's own time: ${ms1(ms)}ms (not in the times above)\n` : '';
 }
 
 /** `>` repeated depth times, made once for the depths profiles usually have. */

@@ -277,6 +277,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string, pat
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
   if (p.eventLoopDelayMs !== undefined) body += fact('Event-loop delay', msText(p.eventLoopDelayMs));
+  if (p.miniprofMs !== undefined) body += fact('miniprof\'s own time', msText(p.miniprofMs));
   if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += stepsTable(p);

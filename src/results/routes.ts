@@ -3,12 +3,11 @@ import type { HttpConfig } from '../http/config.js';
 import { hostAllowed } from '../http/proxy.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
-import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
+import { cookieSecure, hostOf, optInCookie, optOutCookie, originOf, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
 import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
-import { withTimeout } from './timeout.js';
 import { readProfile } from './view.js';
 import { renderText } from '../render/text.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
@@ -49,7 +48,7 @@ export function decide<Req>(
   if (r !== null && r.secret !== null) {
     const cookie = cookieOf(req);
     if (typeof cookie === 'string' && cookie.includes('miniprof=')) {
-      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration);
+      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration, originOf(hostOf(cfg.headers(req))));
       if (optIn !== null) return known(cfg, r, req, optIn);
     }
   }
@@ -211,7 +210,7 @@ async function optInRoute(r: ResultsConfig, dev: Developer, method: string | und
     return reply(303, HTML, '', { ...back, 'Set-Cookie': optOutCookie(secure) });
   }
   if (dev.optIn !== null) return reply(303, HTML, '', back);
-  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration);
+  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration, originOf(hostOf(headers)));
   await bounded(r, () => store.addOptIn(dev.owner, optIn.token, optIn.expires * 1000));
   return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
 }
@@ -270,7 +269,11 @@ function bySlowest(list: unknown[]): unknown[] {
   return list.map((s, i) => ({ s, i })).sort((a, b) => ms(b.s) - ms(a.s) || a.i - b.i).map((x) => x.s);
 }
 
-/** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
+/**
+ * A store call that may throw, reject or never settle, bounded by `timeoutMs`; after one timed
+ * out, skipped for a while (src/results/timeout.ts `breaker`): an opted-in developer's request
+ * asks the store first, and must not wait `timeoutMs` each time while the store is away.
+ */
 function bounded<T>(r: ResultsConfig, call: () => Promise<T>): Promise<T> {
-  return withTimeout(call, r.timeoutMs, `miniprof: the profile store did not answer within ${r.timeoutMs} ms`);
+  return r.bounded(call, 'miniprof: the profile store');
 }

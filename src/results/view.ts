@@ -113,6 +113,7 @@ export function readProfile(p: unknown): ReadProfile {
     num(p, 'durationMs', 'profile');
     num(p, 'droppedSteps', 'profile');
     num(p, 'eventLoopDelayMs', 'profile', true);
+    num(p, 'miniprofMs', 'profile', true);
     arr(p.warnings, 'profile.warnings').forEach((w, i) => {
       if (typeof w !== 'string') fail(`profile.warnings[${i}]`, 'a string');
     });
