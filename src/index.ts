@@ -1,6 +1,6 @@
 export { step, timing, currentProfile, withProfile, type TimingOptions } from './core/step.js';
-export { instrument } from './instrument/channels.js';
-export { instrumentPg, type PgQueryable } from './instrument/pg.js';
+export { instrument, instrumentPg } from './instrument/target.js';
+export type { PgQueryable } from './instrument/pg.js';
 export { renderText, renderHtmlComment, type TextOptions } from './render/text.js';
 export { renderServerTiming, type ServerTimingOptions } from './render/server-timing.js';
 export type { Timing } from './core/timing.js';

@@ -533,6 +533,11 @@ describe('nesting under concurrency', () => {
         ],
       },
     ]);
+    // Said, not hidden (issue 59 item 11), once however many late steps there are.
+    expect(profile.toJSON().warnings).toEqual([
+      'work was recorded after its step "parent" had ended, and is shown under "outer": the step did not await it, ' +
+        'or a library lost the async context on the way (a promise library without async hooks). Await the work inside its step.',
+    ]);
   });
 });
 

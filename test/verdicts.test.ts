@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { renderServerTiming, renderText, step, timing, withProfile, type ProfileJSON } from '../src/index.js';
 import { analyseCustom } from '../src/analysis/custom.js';
-import { CustomNode } from '../src/core/timing.js';
+import type { CustomNode } from '../src/core/timing.js';
 import { closeCall, openCall } from '../src/instrument/record.js';
 import { renderProfilePage } from '../src/results/pages.js';
 import { folds, marksOf, rows } from '../src/results/timeline.js';
@@ -126,8 +126,8 @@ describe('6: a duplicate is the same command with the same known values', () => 
     analyseCustom(root, true, 2000, new Map());
     expect(flags(root)).toBe('-1 -1 -2 -2 D3 D3 D4 D4');
     const digests = [sql('select $1::int'), sql('select $1::int'), sql('select $1::int'), sql('select :id'), sql('select :id')];
-    // Each timing's node carries its values digest (CustomNode.values), as the instrumentations set it.
-    const node = (values: string) => Object.assign(new CustomNode('sql', 'select $1::int', 0, 'postgres'), { values });
+    // Only the nodes' values digests matter here (CustomNode.values).
+    const node = (values: string) => ({ values }) as CustomNode;
     const nodes = new Map([[digests[0]!, node('x')], [digests[1]!, node('y')], [digests[2]!, node('x')]]);
     const withValues = { name: 'r', startMs: 0, durationMs: 10, children: [], custom: digests };
     analyseCustom(withValues, true, 2000, nodes);

@@ -79,11 +79,6 @@ export function analyseCustom(
   const maskKeys: string[] = [];
   for (const c of all) {
     const node = nodes.get(c);
-    const values = node?.values;
-    // '' where it can never be a duplicate: plumbing, or values unknown.
-    const key = isPlumbing(c.category) || (values === undefined && PLACEHOLDER.test(c.command)) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
-    exactKeys.push(key);
-    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const mkey = `${c.category}\0${node?.dialect ?? ''}\0${c.command}`;
     maskKeys.push(mkey);
     let shape = shapes.get(mkey);
@@ -93,9 +88,14 @@ export function analyseCustom(
       shapes.set(mkey, (shape = shapeOf(m)));
     }
     if (isPlumbing(c.category)) {
+      exactKeys.push('');
       keys.push('');
       continue;
     }
+    const values = node?.values;
+    const key = values === undefined && PLACEHOLDER.test(c.command) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    exactKeys.push(key);
+    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
     const g = groups.get(gkey);

@@ -6,7 +6,8 @@ import { instrument } from '../instrument/channels.js';
 import { valuesDigest } from '../instrument/values.js';
 import type { SqlDialect } from './types.js';
 import { Profile } from './profile.js';
-import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { ranSinceTickUs } from '../analysis/loop.js';
 
 /**
  * Time a block of code as a step of the current request's profile.
@@ -14,8 +15,8 @@ import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, T
  * With a function, `fn` runs as the parent of every step it starts (also across `await` and
  * inside `Promise.all`), and `step` returns what `fn` returns, rethrowing the very error it
  * throws. When `fn` returns a promise or any thenable, `step` returns a native promise that
- * settles the same way once the step has been stopped (a lazy thenable runs exactly once, and
- * an unhandled rejection stays unhandled, and visible).
+ * settles the same way once the step has been stopped (a lazy thenable, such as a query builder,
+ * runs exactly once and inside the step, and an unhandled rejection stays unhandled, and visible).
  *
  * Without a function it returns a {@link Timing} for `using t = step('x')` or `t.stop()`; it is
  * the parent of the steps that follow it in the same async context until it stops. Use the
@@ -175,10 +176,12 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
   const then = thenOf(r, profile);
   if (then === undefined) {
     t.end(profile, F_SYNC);
+    if (t.durationUs > profile.config.blockingMs * 1000) offCpu(profile, t);
     return r;
   }
   // The part before the first await: the event loop was blocked for this long.
   t.syncUs = profile.nowUs() - t.startUs;
+  if (t.syncUs > profile.config.blockingMs * 1000) offCpu(profile, t);
   if (then === nativeThen && r instanceof Promise && r.constructor === Promise) {
     // The common case, a native promise: two closures per step instead of settle()'s four.
     return r.then(
@@ -192,10 +195,23 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
       },
     ) as T;
   }
-  return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
+  // A thenable's `then` is called inside the step: a lazy one (a knex or Bookshelf query builder)
+  // only starts its work there, and that work belongs under the step, not beside it.
+  return runStep(t, () => settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR))) as T;
 }
 
 const nativeThen = Promise.prototype.then;
+
+/**
+ * A synchronous part that ran longer than `blockingMs` by the clock: the loop cannot tick during
+ * it, so the CPU time since the monitor's last tick bounds what the step itself ran. When even
+ * that is within `blockingMs`, the process was starved or paused, and the step is not flagged.
+ * Read only here, for the rare long part: a CPU reading costs about as much as a whole step.
+ */
+function offCpu(profile: Profile, t: TimingNode): void {
+  const ran = ranSinceTickUs(profile);
+  if (ran >= 0 && ran <= profile.config.blockingMs * 1000) t.flags |= F_OFF_CPU;
+}
 
 function open(scope: TimingNode<Profile>, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
@@ -238,7 +254,8 @@ function thenOf(r: unknown, profile: Profile): Then | undefined {
 
 /**
  * Return a native promise that settles as `r` does, after the timing ended. `then` is called once,
- * so a lazy thenable (a query builder) runs once; the error is the very object `r` rejected
+ * now, in the caller's async context (for a step: the step's own, see run), so a lazy thenable (a
+ * query builder) runs once, and where its step can see it; the error is the very object `r` rejected
  * with, and if the app never handles the returned promise Node still reports the rejection.
  * A plain native promise is chained directly; anything else (a subclass whose constructor takes
  * other arguments, a thenable whose `then` returns nothing) goes through a fresh native promise.

@@ -152,9 +152,20 @@ export interface ProfileJSON {
   similar?: SimilarGroupJSON[];
   /**
    * The largest event-loop delay seen while the profile was open, when it exceeded `blockingMs`
-   * (measured against real time, so only with the default clock).
+   * (measured against real time, so only with the default clock), counting only the time the
+   * process was running (see `notRunMs`).
    */
   eventLoopDelayMs?: number;
+  /**
+   * How long the process did not run at all while its event loop was due (a busy machine, a
+   * paused process), when more than `blockingMs`: no step is blamed for this time. Default clock only.
+   */
+  notRunMs?: number;
+  /**
+   * The first profile measured since the process started, and its event loop was held: that may be
+   * one-time startup work (module loading, compilation) rather than the steps' own.
+   */
+  startup?: true;
   /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
   traceId?: string;
   /**

@@ -1,6 +1,7 @@
 import dc from 'node:diagnostics_channel';
 import type { SqlDialect } from '../core/types.js';
 import type { ClientRequest } from 'node:http';
+import { mssqlChannels } from './mssql.js';
 import { closeCall, openCall, type OpenCall } from './record.js';
 
 /**
@@ -44,6 +45,8 @@ export function instrument(): void {
   traced('mysql2:query', 'mysql2', 'sql', sqlOf, undefined, undefined, 'mysql');
   // execute() sends its values apart from the text (a prepared statement): a digest of them.
   traced('mysql2:execute', 'mysql2', 'sql', sqlOf, undefined, undefined, 'mysql', (ctx) => ctx.values);
+  // mssql 12.7+ (src/instrument/mssql.ts).
+  mssqlChannels();
 }
 
 type Ctx = Record<string, unknown> & { error?: unknown };

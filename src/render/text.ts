@@ -22,7 +22,8 @@ export interface TextOptions {
  * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts). Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
- * masked shape, and `!` lines for a stalled event loop, dropped steps and warnings. User text is
+ * masked shape, and `!` lines for a stalled event loop, a process that did not run, a first
+ * request's startup work, dropped steps and warnings. User text is
  * escaped so it can neither forge a line nor close an HTML comment.
  *
  * @example
@@ -46,6 +47,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   out += summary(p, ascii);
   out += ownTime(p);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
+  out += runNotes(p);
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
   // Indexed loops over the JSON's arrays: see collect() in server-timing.ts.
   const warnings = p.warnings;
@@ -60,6 +62,17 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
 function ownTime(p: ProfileJSON): string {
   const ms = p.miniprofMs;
   return typeof ms === 'number' && ms >= 0.05 ? `miniprof's own time: ${ms1(ms)}ms (not in the times above)\n` : '';
+}
+
+/**
+ * The profile's notes on time that was not the steps' own: the process not running at all (a busy
+ * machine, a pause), and a first request's startup work. Numbers only: nothing to escape.
+ */
+function runNotes(p: ProfileJSON): string {
+  let out = '';
+  if (typeof p.notRunMs === 'number') out += `! the process did not run for ${ms1(p.notRunMs)}ms while this profile was open (a busy machine or a pause): not counted against any step\n`;
+  if (p.startup === true) out += '! first request since the process started: blocking here may be one-time startup work (module loading, compilation)\n';
+  return out;
 }
 
 /** `>` repeated depth times, made once for the depths profiles usually have. */

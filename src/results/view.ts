@@ -114,6 +114,8 @@ export function readProfile(p: unknown): ReadProfile {
     num(p, 'droppedSteps', 'profile');
     num(p, 'eventLoopDelayMs', 'profile', true);
     num(p, 'miniprofMs', 'profile', true);
+    num(p, 'notRunMs', 'profile', true);
+    flag(p, 'startup', 'profile');
     arr(p.warnings, 'profile.warnings').forEach((w, i) => {
       if (typeof w !== 'string') fail(`profile.warnings[${i}]`, 'a string');
     });
