@@ -35,6 +35,7 @@ export const SERVICE_TESTS = [
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
   'test/step-knex.test.ts',
+  'test/store-breaker.test.ts',
 ];
 
 /**
