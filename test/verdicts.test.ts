@@ -210,4 +210,16 @@ describe('10: summaries write commands as the rows do', () => {
     expect(text).toContain('> sleepy = 30.0ms (N+1: 3 × select pg_sleep(?))\n');
     expect(renderProfilePage(profile.toJSON(), '/_miniprof', profile.id)).toContain('<code class="shape" title="select pg_sleep(?)">select pg_sleep(?)</code>');
   });
+
+  test('multi-line SQL is one line in the rows, the summary and the N+1 mark', async () => {
+    const c = fakeClock();
+    const { profile } = await withProfile('job', () => step('loop', async () => {
+      for (const id of [1, 2, 3]) await timing('sql', `select title\n  from posts\n where author_id = ${id}`, async () => void (c.t += 1));
+    }), fixed(c));
+    expect(renderText(profile).split('\n').slice(2, 4)).toEqual([
+      '> loop = 3.0ms (N+1: 3 × select title from posts where author_id = ?)',
+      '>> [sql] select title from posts where author_id = ? = 1.0ms (similar #1)',
+    ]);
+    expect(renderText(profile)).toContain('#1 [sql] 3 x 3.0ms similar: select title from posts where author_id = ?\n');
+  });
 });
