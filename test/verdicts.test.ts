@@ -9,6 +9,7 @@ import { renderServerTiming, renderText, step, timing, withProfile, type Profile
 import { analyseCustom } from '../src/analysis/custom.js';
 import type { CustomNode } from '../src/core/timing.js';
 import { closeCall, openCall } from '../src/instrument/record.js';
+import { classify, CLIENT } from '../src/instrument/otel-map.js';
 import { renderProfilePage } from '../src/results/pages.js';
 import { folds, marksOf, rows } from '../src/results/timeline.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
@@ -221,5 +222,18 @@ describe('10: summaries write commands as the rows do', () => {
       '>> [sql] select title from posts where author_id = ? = 1.0ms (similar #1)',
     ]);
     expect(renderText(profile)).toContain('#1 [sql] 3 x 3.0ms similar: select title from posts where author_id = ?\n');
+  });
+});
+
+describe('7: connection spans of any client are plumbing', () => {
+  test('pg-pool.connect, pg.connect, ioredis connect and node-redis redis-connect: category connect; a query span stays sql', () => {
+    const span = (name: string, system: string, extra: Record<string, unknown> = {}) => ({
+      kind: CLIENT,
+      name,
+      attributes: { 'db.system': system, ...extra },
+      spanContext: () => ({ traceId: '0'.repeat(32) }),
+    });
+    expect([span('pg-pool.connect', 'postgresql'), span('pg.connect', 'postgresql'), span('connect', 'redis'), span('redis-connect', 'redis')].map(classify)).toEqual(['connect', 'connect', 'connect', 'connect']);
+    expect(classify(span('pg.query:SELECT', 'postgresql', { 'db.statement': 'select 1' }))).toBe('sql');
   });
 });
