@@ -139,8 +139,14 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
+      // findSourceMap (src/analysis/cpu-source.ts) and createRequire(…).cache (src/core/lost-context.ts).
+      'node:module',
       'node:os',
+      // join, for the lost-context probe (src/core/lost-context.ts).
+      'node:path',
       'node:perf_hooks',
+      // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
+      'node:url',
       'node:util',
       'on-headers',
     ]);
@@ -574,7 +580,7 @@ await fastify.close();
       [
         '42',
         'ci at 2026-11-29T12:00:00.000Z',
-        ' job = 6.5ms',
+        ' job = 6.5ms (0.0ms in no step)',
         '> x = 3.5ms',
         '>> inner = 2.0ms',
         '> async = 3.0ms',
@@ -586,15 +592,17 @@ await fastify.close();
         '<html><body>hi<!--',
         'ci at 2026-11-29T12:00:00.000Z',
         'Path: GET /',
-        ' GET / = 4.0ms',
+        ' GET / = 4.0ms (0.0ms in no step)',
         '> page = 4.0ms',
         '--><script src="/_miniprof/badge.js?v=V" data-position="top-left" defer data-id="ID" nonce="bm9uY2U="></script></body></html>',
         'handler;dur=5.0, total;dur=5.0',
         '<body>ok<!--',
         'ci at 2026-11-29T12:00:00.000Z',
         'Path: GET /',
-        ' GET / = 5.0ms',
-        '> handler = 5.0ms',
+        ' GET / = 5.0ms (0.0ms in no step)',
+        // Fastify's route handler as a step of its own (autoSteps), the app's step inside.
+        '> handler GET / = 5.0ms',
+        '>> handler = 5.0ms',
         '--></body>',
         '',
       ].join('\n'),

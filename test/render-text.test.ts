@@ -74,7 +74,8 @@ describe('exact output', () => {
   const TEXT = [
     'web-1 at 2026-11-29T12:00:00.000Z',
     'Path: GET /users/42',
-    ' GET /users/42 = 376.9ms',
+    // 1.2ms before the first step; the steps then follow one another to the end.
+    ' GET /users/42 = 376.9ms (1.2ms in no step)',
     '> load user = 3.4ms',
     '>> [sql] select * from users where id = ? = 3.1ms',
     '> render "café" ☕ = 5.4ms (error)',
@@ -114,7 +115,7 @@ describe('exact output', () => {
     const text = renderText(profile);
     expect(text.split('\n')).toEqual([
       'web-1 at 2026-11-29T12:00:00.000Z',
-      ' job = 0.0ms',
+      ' job = 0.0ms (0.0ms in no step)',
       '> a-\\u{2d}> = 0.0ms',
       '> b\\n> forged = 0.0ms',
       '! using timings overlapped: "a-\\u{2d}>" stopped while "b\\n> forged", opened after it, was running; ' +
