@@ -57,7 +57,7 @@ describe('blocking steps: the synchronous part of each callback step', () => {
     expect(renderText(profile)).toBe(
       [
         'web-1 at 2026-11-29T12:00:00.000Z',
-        ' job = 261.0ms (0.0ms in no step)',
+        ' job = 261.0ms',
         '> parse body = 125.0ms (blocking: 25.0ms sync)',
         '> query = 105.0ms',
         '> hash password = 30.0ms (blocking: 30.0ms sync)',
@@ -116,7 +116,7 @@ describe('parallelism of concurrent children', () => {
       fixed(c),
     );
     expect(parallel.profile.toJSON().root.parallelism).toBe(3);
-    expect(renderText(parallel.profile).split('\n')[1]).toBe(' job = 10.0ms (parallel x3.0) (0.0ms in no step)');
+    expect(renderText(parallel.profile).split('\n')[1]).toBe(' job = 10.0ms (parallel x3.0)');
 
     const d = fakeClock();
     const serial = await withProfile(

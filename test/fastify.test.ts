@@ -595,7 +595,7 @@ describe('developer output', () => {
       '<!--',
       'web-1 at 2026-11-29T12:00:00.000Z',
       'Path: GET /page',
-      ' GET /page = 10.0ms (0.0ms in no step)',
+      ' GET /page = 10.0ms',
       '> handler GET /page = 10.0ms',
       '>> load user = 5.0ms',
       '>>> query = 2.3ms',

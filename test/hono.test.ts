@@ -19,7 +19,7 @@ import { CAPTURE_OWNER } from '../src/results/store.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
 
 const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true, badge: false };
-const COMMENT = '<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET /page\n GET /page = 0.0ms (0.0ms in no step)\n> load = 0.0ms\n-->';
+const COMMENT = '<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET /page\n GET /page = 0.0ms\n> load = 0.0ms\n-->';
 
 afterEach(async () => {
   await closeServers();

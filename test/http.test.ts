@@ -13,7 +13,7 @@ import { currentProfile, step } from '../src/index.js';
 import { closeServers, raw, serve, waitFor } from './helpers/http.js';
 
 const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true, badge: false };
-const comment = (path: string) => `<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET ${path}\n GET ${path} = 0.0ms (0.0ms in no step)\n> load = 0.0ms\n-->`;
+const comment = (path: string) => `<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET ${path}\n GET ${path} = 0.0ms\n> load = 0.0ms\n-->`;
 
 afterEach(async () => {
   await closeServers();

@@ -360,7 +360,7 @@ describe('through the adapters: the outgoing calls of a developer request show i
         '<!--',
         'web-1 at 2026-11-29T12:00:00.000Z',
         'Path: GET /page',
-        ...(fastify ? [' GET /page = 7.0ms (0.0ms in no step)', '> handler GET /page = 7.0ms', ...calls.map((c) => `>${c}`)] : [' GET /page = 7.0ms', ...calls]),
+        ...(fastify ? [' GET /page = 7.0ms', '> handler GET /page = 7.0ms', ...calls.map((c) => `>${c}`)] : [' GET /page = 7.0ms', ...calls]),
         '[http] 1 x 7.0ms summed, 7.0ms wall',
         '[redis] 1 x 0.0ms summed, 0.0ms wall',
         '-->',

@@ -115,7 +115,7 @@ describe('exact output', () => {
     const text = renderText(profile);
     expect(text.split('\n')).toEqual([
       'web-1 at 2026-11-29T12:00:00.000Z',
-      ' job = 0.0ms (0.0ms in no step)',
+      ' job = 0.0ms',
       '> a-\\u{2d}> = 0.0ms',
       '> b\\n> forged = 0.0ms',
       '! using timings overlapped: "a-\\u{2d}>" stopped while "b\\n> forged", opened after it, was running; ' +

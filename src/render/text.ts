@@ -112,7 +112,7 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined && t.selfMs === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined && !(typeof t.selfMs === 'number' && t.selfMs >= 0.05)) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
@@ -123,8 +123,9 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
     if (t.blocking === true || t.cpu !== undefined) out += ` (${heldNote(t, ascii)})`;
     const notes = stepNotes(t, ascii ? ASCII_NOTES : UTF8_NOTES);
     for (let i = 0; i < notes.length; i++) out += ` (${notes[i]})`;
-    // The root's time in no step (src/analysis/self.ts).
-    if (typeof t.selfMs === 'number') out += ` (${ms1(t.selfMs)}ms in no step)`;
+    // The root's time in no step (src/analysis/self.ts), when one decimal can show it: a line that
+    // says "0.0ms in no step" on every profile would be noise.
+    if (typeof t.selfMs === 'number' && t.selfMs >= 0.05) out += ` (${ms1(t.selfMs)}ms in no step)`;
     out += '\n';
   }
   const custom = t.custom;
