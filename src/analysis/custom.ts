@@ -49,8 +49,9 @@ function us(ms: number): number {
  * (OpenTelemetry's instrumentation-pg without `enhancedDatabaseReporting`): never a duplicate, as
  * two of them may well differ. A command cut at `maxCommandLength` may differ from another only
  * past the cut, so it is never called a duplicate either; both can still be similar. Plumbing (a
- * pool checkout, see plumbing.ts) is neither. `nodes`: each custom timing's node, for its dialect
- * (how its command is masked) and its values digest.
+ * pool checkout, see plumbing.ts) is neither. A group of similar commands is written as its first
+ * member's row is (`select pg_sleep(?)`), so summaries read as the rows do. `nodes`: each custom
+ * timing's node, for its dialect (how its command is masked) and its values digest.
  */
 export function analyseCustom(
   root: TimingJSON,
