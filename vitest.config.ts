@@ -24,6 +24,7 @@ export const SERVICE_TESTS = [
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
+  'test/store-breaker.test.ts',
 ];
 
 /**
