@@ -1,9 +1,10 @@
 import { describe, expect, test, vi } from 'vitest';
 import { currentProfile, renderServerTiming, renderText, step, withProfile, type ProfileJSON, type TimingJSON } from '../src/index.js';
-import { attributeStalls } from '../src/analysis/blocking.js';
+import { attributeStalls, notRunMs } from '../src/analysis/blocking.js';
 import { loopSampling } from '../src/analysis/loop.js';
 import { als, openProfiles } from '../src/core/context.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
+import { work } from './helpers/cpu.js';
 
 /** Busy work measured on the injected clock: the loop spins until the clock has moved `ms`. */
 function busy(c: FakeClock, ms: number): void {
@@ -148,10 +149,8 @@ describe('parallelism of concurrent children', () => {
 });
 
 describe('event-loop delay while a profile is open (real time)', () => {
-  function spin(ms: number): void {
-    const until = performance.now() + ms;
-    while (performance.now() < until);
-  }
+  // CPU time, not wall time: on a busy machine a loop timed by the clock does less work.
+  const spin = work;
 
   test("someone else's 80 ms of sync work stalls the profile, and it says so; the sampler stops at the next tick", async () => {
     expect(loopSampling()).toBe(false);
@@ -239,10 +238,7 @@ describe('event-loop delay while a profile is open (real time)', () => {
 });
 
 describe('blocking anywhere in a step: stalls after an await, attributed at seal (real timers)', () => {
-  function spin(ms: number): void {
-    const until = performance.now() + ms;
-    while (performance.now() < until);
-  }
+  const spin = work;
   const byName = (t: TimingJSON, name: string): TimingJSON => {
     const stack = [t];
     while (stack.length > 0) {
@@ -367,7 +363,7 @@ describe('stall attribution, exact (attributeStalls on given JSON)', () => {
     const root = node('GET /', 0, 100, [
       node('page', 0, 95, [node('query', 2, 8), node('render', 40, 50, [node('partial', 60, 5, [], { blocking: true })], { syncMs: 1 })], { syncMs: 2 }),
     ]);
-    attributeStalls(root, [10_000, 90_000, 0], 20);
+    attributeStalls(root, [10_000, 90_000, 0, 80_000], 20);
     const page = root.children[0]!;
     const render = page.children[1]!;
     // page: [10, 40] is its own (query ended at 10): 30 ms.
@@ -381,9 +377,30 @@ describe('stall attribution, exact (attributeStalls on given JSON)', () => {
 
   test('below blockingMs nothing is flagged; two stalls add up; another profile open makes it ambiguous', () => {
     const root = node('job', 0, 200, [node('s', 0, 200)]);
-    attributeStalls(root, [0, 15_000, 0], 20);
+    attributeStalls(root, [0, 15_000, 0, 15_000], 20);
     expect(root.children[0]!.blocking).toBeUndefined();
-    attributeStalls(root, [20_000, 45_000, 0, 100_000, 130_000, 1], 20);
+    attributeStalls(root, [20_000, 45_000, 0, 25_000, 100_000, 130_000, 1, 30_000], 20);
     expect(root.children[0]).toMatchObject({ blocking: true, heldMs: 55, blockingAmbiguous: true });
+  });
+
+  test('only the CPU share of a stall is counted: the process ran 50 of 150 ms, the step held 50 ms', () => {
+    const root = node('job', 0, 300, [node('crunch', 0, 250)]);
+    attributeStalls(root, [50_000, 200_000, 0, 50_000], 20);
+    expect(root.children[0]).toMatchObject({ blocking: true, heldMs: 50 });
+    expect(notRunMs([50_000, 200_000, 0, 50_000])).toBe(100);
+  });
+
+  test('a stall the process did not run in is nobody\'s: no step is flagged, and it is all "did not run"', () => {
+    const root = node('job', 0, 300, [node('a', 0, 250), node('b', 0, 250)]);
+    attributeStalls(root, [50_000, 200_000, 1, 900], 20);
+    expect(root.children.map((c) => c.blocking)).toEqual([undefined, undefined]);
+    expect(notRunMs([50_000, 200_000, 1, 900, 210_000, 230_000, 0, 20_000])).toBe(149.1);
+  });
+
+  test('a share is spread over the steps the stall covered, each judged on its own share', () => {
+    // 100 ms stall, 30 ms CPU: page's own 60 ms counts 18 (below 20), render's 40 ms counts 12.
+    const root = node('job', 0, 200, [node('page', 0, 150, [node('render', 60, 40)])]);
+    attributeStalls(root, [0, 100_000, 0, 30_000], 20);
+    expect([root.children[0]!.blocking, root.children[0]!.children[0]!.blocking]).toEqual([undefined, undefined]);
   });
 });

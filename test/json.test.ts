@@ -221,7 +221,7 @@ describe('profileBytes', () => {
       fc.asyncProperty(
         text,
         fc.array(fc.integer({ min: 1, max: 60_000 }), { minLength: 3, maxLength: 8 }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 200_000 }), fc.boolean()), { maxLength: 6 }),
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 200_000 }), fc.boolean(), fc.integer({ min: 0, max: 100 })), { maxLength: 6 }),
         async (name, ends, stalls) => {
           let now = 0;
           const cfg = resolveCore({ clock: () => now, now: () => 1.7e12, blockingMs: 5 });
@@ -243,7 +243,8 @@ describe('profileBytes', () => {
             }
             await all;
           });
-          for (const [a, d, shared] of stalls) profile.addStall(a, a + d, shared);
+          // The process ran `pct` % of each stall (the rest: a busy machine, `notRunMs`).
+          for (const [a, d, shared, pct] of stalls) profile.addStall(a, a + d, shared, Math.round((d * pct) / 100));
           closeProfile(profile);
           const json = profile.data();
           const size = Buffer.byteLength(JSON.stringify(json));

@@ -59,8 +59,8 @@ const isDeveloper = (req: { headers: http.IncomingHttpHeaders }) => req.headers[
 
 async function page(): Promise<string> {
   await step('load <user> & "friends"', async () => {
-    await timing('sql', 'select * from users where id = ?', async () => {});
-    await timing('sql', 'select * from users where id = ?', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
   });
   return '<!doctype html><html><body><p>hi</p></body></html>';
 }
@@ -411,7 +411,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const { port, bare } = await both({ isDeveloper, secret: SECRET, results: { store } } as never);
       const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
       await waitFor(() => store.saved.includes(id));
-      const paths = ['/_miniprof', '/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, '/_miniprof/miniprof.css', '/_miniprof/opt-in', '/_miniprof/opt-out', '/_miniprof/?pp=env', `/_miniprof/${id}?x=1`];
+      const paths = ['/_miniprof', '/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, `/_miniprof/${id}.txt`, '/_miniprof/miniprof.css', '/_miniprof/opt-in', '/_miniprof/opt-out', '/_miniprof/?pp=env', `/_miniprof/${id}?x=1`];
       for (const path of paths) {
         for (const req of [{ method: 'GET' }, { method: 'HEAD' }, { method: 'POST', body: 'a=1' }, { method: 'GET', headers: { cookie: 'miniprof=v1.x.1.y' } }] as RawRequest[]) {
           const r = await raw(port, { path, ...req });
@@ -425,7 +425,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const { port, bare } = await both({ isDeveloper, results: { store } });
       const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
       await waitFor(() => store.saved.includes(id));
-      for (const path of ['/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`]) {
+      for (const path of ['/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, `/_miniprof/${id}.txt`]) {
         for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
           const req: RawRequest = { method, path, headers: { 'x-dev': '1' }, body: method === 'OPTIONS' ? undefined : '{}' };
           const r = await raw(port, req);

@@ -22,11 +22,25 @@ import { unionMs } from './wall.js';
  * resolution (10 ms) short, never long. The split assumes a step's code runs while none of its
  * children is open, which holds when a parent awaits its children (`await step(…)`,
  * `Promise.all`); a parent that works while a child is still pending has that work counted as the
- * child's. The process being descheduled by a busy machine also looks like a stall.
+ * child's.
+ *
+ * Only the app's own work is blamed. A busy machine (or a paused process) makes the loop late
+ * too, without any work of the app's: each stall carries the CPU time the process had across it
+ * (src/analysis/loop.ts), and each part is counted at that share (a 150 ms stall in which the
+ * process ran 50 ms counts 50 ms, spread over the steps open during it). The rest, the time the
+ * process did not run, is nobody's: {@link notRunMs} sums it for the profile's notes.
+ *
+ * Other explanations of a stall (garbage collection pauses, say) belong in modules of their own
+ * beside this one, reading the same `Stalls`: this one only splits the CPU share along the tree.
  */
 
-/** Flat `[startUs, endUs, shared, …]` on the profile's clock; `shared` 1 when another profile was open. */
+/**
+ * Flat `[startUs, endUs, shared, cpuUs, …]` on the profile's clock; `shared` 1 when another
+ * profile was open; `cpuUs` the CPU time the process had across the stall (at most its length).
+ */
 export type Stalls = number[];
+/** Numbers per stall in {@link Stalls}. */
+export const STALL = 4;
 
 /** At most this many stalls are kept per profile (each a held loop of more than `blockingMs`). */
 export const MAX_STALLS = 32;
@@ -52,10 +66,11 @@ function syncEnd(t: TimingJSON): number {
 }
 
 /**
- * The parts of the stall `[a, b]` (ms) inside each step under `t`, added to `out` when they exceed
- * `blockingMs`. Iterative over an explicit stack: no tree shape can overflow it.
+ * The parts of the stall `[a, b]` (ms) inside each step under `t`, each counted at `share` (the
+ * part of the stall the process was running), added to `out` when they exceed `blockingMs`.
+ * Iterative over an explicit stack: no tree shape can overflow it.
  */
-function split(root: TimingJSON, a: number, b: number, blockingMs: number, out: Part[], parents: Map<TimingJSON, TimingJSON>): void {
+function split(root: TimingJSON, a: number, b: number, share: number, blockingMs: number, out: Part[], parents: Map<TimingJSON, TimingJSON>): void {
   const stack: TimingJSON[] = [root];
   while (stack.length > 0) {
     const t = stack.pop()!;
@@ -74,7 +89,7 @@ function split(root: TimingJSON, a: number, b: number, blockingMs: number, out: 
     }
     if (t === root) continue;
     covered.push(t.startMs, syncEnd(t));
-    const own = to - from - unionMs(covered, to, from);
+    const own = (to - from - unionMs(covered, to, from)) * share;
     if (own > blockingMs) out.push({ t, from, to, ms: own });
   }
 }
@@ -85,10 +100,13 @@ function split(root: TimingJSON, a: number, b: number, blockingMs: number, out: 
  */
 export function attributeStalls(root: TimingJSON, stalls: Stalls, blockingMs: number): number {
   let bound = 0;
-  for (let k = 0; k + 2 < stalls.length; k += 3) {
+  for (let k = 0; k + STALL - 1 < stalls.length; k += STALL) {
     const parts: Part[] = [];
     const parents = new Map<TimingJSON, TimingJSON>();
-    split(root, stalls[k]! / 1000, stalls[k + 1]! / 1000, blockingMs, parts, parents);
+    const length = stalls[k + 1]! - stalls[k]!;
+    const share = length > 0 ? Math.min(1, stalls[k + 3]! / length) : 0;
+    if (share * length <= blockingMs * 1000) continue;
+    split(root, stalls[k]! / 1000, stalls[k + 1]! / 1000, share, blockingMs, parts, parents);
     const shared = stalls[k + 2] === 1;
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i]!;
@@ -116,4 +134,17 @@ function related(x: TimingJSON, y: TimingJSON, parents: Map<TimingJSON, TimingJS
   for (let p = parents.get(x); p !== undefined; p = parents.get(p)) if (p === y) return true;
   for (let p = parents.get(y); p !== undefined; p = parents.get(p)) if (p === x) return true;
   return false;
+}
+
+/**
+ * How long, in ms, the process did not run during the stalls (each stall's length less the CPU
+ * time it had): a busy machine or a pause, not the app. Rounded to 0.1 ms.
+ */
+export function notRunMs(stalls: Stalls): number {
+  let us = 0;
+  for (let k = 0; k + STALL - 1 < stalls.length; k += STALL) {
+    const off = stalls[k + 1]! - stalls[k]! - stalls[k + 3]!;
+    if (off > 0) us += off;
+  }
+  return Math.round(us / 100) / 10;
 }

@@ -11,10 +11,12 @@ import type { CustomTimingJSON, FanOutJSON, SimilarGroupJSON, TimingJSON } from 
  * one served did not wait), or the typical gap between their ends when that is shorter (see
  * workOf). Each call is then taken to have worked only during the last `w` of its timing,
  * `[max(start, end - w), end]`, having waited in a queue before that. How many ran at once is
- * the number of those working intervals in progress during the first call to end's last `w`,
- * averaged over it: that call counts 1, every other one the fraction of its working interval
- * that falls inside. So a queue of 1 gives 1, a pool of 2 gives 2 (whatever N), N
- * truly parallel calls of equal length give N, and the value is never below 1 nor above N.
+ * the number of those working intervals in progress during a call's last `w`, averaged over it
+ * (that call counts 1, every other one the fraction of its working interval that falls inside),
+ * taken at the end of each call, and the median of those. So a queue of 1 gives 1, a pool of 2
+ * gives 2 (whatever N), N truly parallel calls of equal length give N, and the value is never
+ * below 1 nor above N. The median, not the first window alone: on a busy machine one call of a
+ * pool's first pair can be held up, and the first window then reads a pool of 2 as a queue.
  *
  * It abstains when the ends say the work was not similar: behind a queue that is never idle
  * while calls wait, each call ends about one call's work (`w`) after the one before it, or with it.
@@ -62,18 +64,35 @@ export function concurrencyOf(pairs: Pairs): number | undefined {
     if (excess > 0) unexplained += excess;
   }
   if (unexplained > ((n - 1) * w) / 2) return undefined;
-  // The first call to end worked all of [to - w, to]: it counts 1, each other its share.
-  const to = ends[0]!;
+  // The median over the windows that end where a call ends (see atEnd): one call held up once
+  // (a slow connection, a busy machine) changes one or two windows, not the verdict.
+  const step = n > MAX_WINDOWS ? n / MAX_WINDOWS : 1;
+  const at: number[] = [];
+  for (let k = 0; k < n; k += step) at.push(atEnd(pairs, ends[Math.floor(k)]!, w));
+  at.sort((a, b) => a - b);
+  const m = at.length >> 1;
+  const median = at.length % 2 === 1 ? at[m]! : (at[m - 1]! + at[m]!) / 2;
+  const c = Math.round(median * 100) / 100;
+  return c < 1 ? 1 : c > n ? n : c;
+}
+
+/** At most this many windows are looked at per batch (evenly spread over the ends). */
+const MAX_WINDOWS = 64;
+
+/**
+ * How many calls were working in the window `[to - w, to]`, where a call ends at `to`: that call
+ * worked all of it and counts 1, each other the share of its working interval that falls inside.
+ */
+function atEnd(pairs: Pairs, to: number, w: number): number {
   const from = to - w;
   let sum = 0;
-  for (let i = 0; i < n; i++) {
-    const e = pairs[2 * i + 1]!;
-    const s = Math.max(pairs[2 * i]!, e - w);
+  for (let i = 0; i < pairs.length; i += 2) {
+    const e = pairs[i + 1]!;
+    const s = Math.max(pairs[i]!, e - w);
     const overlap = Math.min(e, to) - Math.max(s, from);
     if (overlap > 0) sum += overlap;
   }
-  const c = Math.round((sum / w) * 100) / 100;
-  return c < 1 ? 1 : c > n ? n : c;
+  return sum / w;
 }
 
 /**
@@ -178,7 +197,8 @@ function customGroups(custom: CustomTimingJSON[]): Map<number, Pairs> {
 
 /**
  * Set `concurrency`, `serialized` and `fanOut` on every step (the root included) with a group of
- * at least three same-named children, or similar custom timings, that started together. Runs on
+ * at least three same-named children, or similar custom timings, that started together, and take
+ * its `parallelism` away: the group's verdict is the step's one verdict on concurrency. Runs on
  * the JSON at snapshot time (seal, freeze), never per step. `similar`: the profile's groups, for
  * the shared shape of custom timings. Returns at least the UTF-8 bytes it added (jsonBound).
  */
@@ -204,6 +224,9 @@ export function analyseFanOut(root: TimingJSON, similar: SimilarGroupJSON[] | un
       }
     }
     if (best === undefined) continue;
+    // One verdict per step: the group's says what ran at once, where the summed durations over
+    // the wall time (`parallelism`) would read (N+1)/2 for calls that ran one at a time.
+    delete t.parallelism;
     t.concurrency = best.c;
     if (best.c < SERIALIZED_BELOW) t.serialized = true;
     t.fanOut = best.fan;

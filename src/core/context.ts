@@ -4,6 +4,7 @@ import { loopClosed, loopOpened } from '../analysis/loop.js';
 import type { TimingNode } from './timing.js';
 import { traceHooks } from './trace.js';
 import { report } from './errors.js';
+import { probeLostContext, warnLostContext } from './lost-context.js';
 
 /**
  * The one AsyncLocalStorage of the process. ESM-only packaging keeps it single: a dual CJS/ESM
@@ -59,6 +60,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
     profile.entered = true;
     open++;
     loopOpened(profile);
+    probeLostContext(als as AsyncLocalStorage<unknown>);
   }
   return als.run(profile.root, fn, ...args);
 }
@@ -71,6 +73,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
 export function closeProfile(profile: Profile, announce = true): void {
   if (profile.sealed) return;
   loopClosed(profile);
+  warnLostContext(profile);
   profile.seal();
   if (announce) announceSealed(profile);
   if (!profile.entered) return;

@@ -32,7 +32,10 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.customSummary !== undefined) b += 17 + bytes(p.customSummary, 'customSummary');
   if (p.similar !== undefined) b += 11 + bytes(p.similar, 'similar');
   if (p.eventLoopDelayMs !== undefined) b += 20 + numberBytes(p.eventLoopDelayMs);
+  if (p.notRunMs !== undefined) b += 12 + numberBytes(p.notRunMs);
+  if (p.startup !== undefined) b += 15;
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
 
@@ -58,6 +61,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
   return b + 1;
 }
 

@@ -1,10 +1,12 @@
-import { CustomNode, F_ERROR, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
+import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
 import { analyseFanOut } from '../analysis/fanout.js';
-import { attributeStalls, MAX_STALLS, type Stalls } from '../analysis/blocking.js';
+import { analyseNPlusOne } from '../analysis/nplusone.js';
+import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
+import { warnLostContext } from './lost-context.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
 import { randomUUID } from 'node:crypto';
@@ -52,12 +54,17 @@ export class Profile implements Linked {
   private sealedBound: number;
   private extraWarnings: number;
   private clockFailed: boolean;
+  private lateWarned: boolean;
   /** @internal The largest event-loop delay seen while open (src/analysis/loop.ts), in ms. */
   loopDelayMs: number;
   /** @internal Stalls of more than `blockingMs` seen while open (src/analysis/blocking.ts); null until one. */
   stalls: Stalls | null;
   /** @internal Entered with runInProfile and not yet closed (src/core/context.ts). */
   entered: boolean;
+  /** @internal The first profile the event-loop monitor measured in this process (src/analysis/loop.ts). */
+  startup: boolean;
+  /** @internal The thread's CPU time (µs) as the monitor began measuring it (src/analysis/loop.ts). */
+  cpu0: number;
   /** @internal Links in the event-loop sampler's set of open profiles (src/core/linked.ts). */
   prevLink: Linked | null;
   /** @internal */
@@ -91,6 +98,8 @@ export class Profile implements Linked {
     this.loopDelayMs = 0;
     this.stalls = null;
     this.entered = false;
+    this.startup = false;
+    this.cpu0 = 0;
     this.prevLink = null;
     this.nextLink = null;
     this.sealedJSON = null;
@@ -101,6 +110,7 @@ export class Profile implements Linked {
     this.sealedBound = -1;
     this.extraWarnings = 0;
     this.clockFailed = false;
+    this.lateWarned = false;
     this.pending = null;
     this.trace = activeTrace(config);
     // A trace the sampler dropped is nowhere to link to; its spans may still join (MiniprofSampler).
@@ -174,15 +184,31 @@ export class Profile implements Linked {
    * @internal The loop was busy without a break over `[fromUs, toUs]` (src/analysis/loop.ts). The
    * same stall seen again later (at a freeze, then at the tick) starts at the same time: extended.
    */
-  addStall(fromUs: number, toUs: number, shared: boolean): void {
+  addStall(fromUs: number, toUs: number, shared: boolean, cpuUs: number): void {
     const s = this.stalls;
-    if (s !== null && s[s.length - 3] === fromUs) {
-      if (toUs > s[s.length - 2]!) s[s.length - 2] = toUs;
-      if (shared) s[s.length - 1] = 1;
+    const at = s === null ? -1 : s.length - STALL;
+    if (s !== null && s[at] === fromUs) {
+      // Seen again later: the CPU time is read from the same tick, so the later reading covers it.
+      if (toUs > s[at + 1]!) s[at + 1] = toUs;
+      if (shared) s[at + 2] = 1;
+      if (cpuUs > s[at + 3]!) s[at + 3] = cpuUs;
       return;
     }
-    if (s === null) this.stalls = [fromUs, toUs, shared ? 1 : 0];
-    else if (s.length < 3 * MAX_STALLS) s.push(fromUs, toUs, shared ? 1 : 0);
+    if (s === null) this.stalls = [fromUs, toUs, shared ? 1 : 0, cpuUs];
+    else if (s.length < STALL * MAX_STALLS) s.push(fromUs, toUs, shared ? 1 : 0, cpuUs);
+  }
+
+  /**
+   * @internal Work was recorded after the step it ran in had ended (src/core/timing.ts parentIn):
+   * one warning per profile, naming the first such step.
+   */
+  lateWork(ended: string, at: string): void {
+    if (this.lateWarned) return;
+    this.lateWarned = true;
+    this.warn(
+      `work was recorded after its step "${ended}" had ended, and is shown under "${at}": the step did not await it, ` +
+        'or a library lost the async context on the way (a promise library without async hooks). Await the work inside its step.',
+    );
   }
 
   /** @internal Warnings are bounded like everything else a request can make. */
@@ -250,6 +276,7 @@ export class Profile implements Linked {
     if (this.sealedJSON !== null) return this.sealedJSON;
     // A stall in the work that just finished the response is seen before the monitor's next tick.
     loopCredit(this);
+    warnLostContext(this);
     sawRunning = false;
     const json = this.snapshot(false);
     // A running step or custom timing would be measured to a later "now" at the seal.
@@ -273,9 +300,10 @@ export class Profile implements Linked {
     const s = this.stalls;
     const n = s === null ? 0 : s.length;
     // The last stall can still grow (addStall) or turn out shared.
-    const lastEnd = n === 0 ? 0 : s![n - 2]!;
-    const lastShared = n === 0 ? 0 : s![n - 1]!;
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared];
+    const lastEnd = n === 0 ? 0 : s![n - 3]!;
+    const lastShared = n === 0 ? 0 : s![n - 2]!;
+    const lastCpu = n === 0 ? 0 : s![n - 1]!;
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared, lastCpu];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
@@ -307,6 +335,8 @@ export class Profile implements Linked {
     const warnings = own || this.warnings.length !== 0 || this.extraWarnings > 0 ? this.warnings.slice() : (NO_CHILDREN as unknown as string[]);
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
+    const nodes = this.customs === null ? null : new Map<CustomTimingJSON, CustomNode>();
+    nodesNow = nodes;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
     wide = false;
@@ -316,6 +346,7 @@ export class Profile implements Linked {
     } finally {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
+      nodesNow = null;
     }
     // No custom-timing walk for a tree without any: this runs once per developer request (the
     // seal reuses it). The key order is the JSON's: `request` before `root`.
@@ -336,16 +367,25 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
+    const custom = nodes !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, nodes) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
+      boundNow += analyseNPlusOne(root, custom.similar);
     }
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
     if (this.stalls !== null) boundNow += attributeStalls(root, this.stalls, this.config.blockingMs);
     const loop = this.loopOut();
-    if (loop !== -1) json.eventLoopDelayMs = loop;
+    if (loop !== -1) {
+      json.eventLoopDelayMs = loop;
+      // The process's first measured request: module loading and compilation hold the loop too.
+      if (this.startup) json.startup = true;
+    }
+    if (this.stalls !== null) {
+      const off = notRunMs(this.stalls);
+      if (off > this.config.blockingMs) json.notRunMs = off;
+    }
     if (this.traceId !== undefined) json.traceId = this.traceId;
     this.snapBound = topBound(json, custom === undefined ? boundNow : boundNow + custom.bound);
     return json;
@@ -398,6 +438,8 @@ function topBound(p: ProfileJSON, tree: number): number {
   let b = 128 + 4 * 24 + tree + strBound(p.id) + strBound(p.name) + strBound(p.machine) + strBound(p.started);
   const w = p.warnings;
   for (let i = 0; i < w.length; i++) b += strBound(w[i]!) + 1;
+  if (p.notRunMs !== undefined) b += 12 + 24;
+  if (p.startup !== undefined) b += 15;
   // `,"traceId":` and the id's 32 hex digits in quotes.
   if (p.traceId !== undefined) b += 11 + strBound(p.traceId);
   return b;
@@ -425,6 +467,11 @@ let leafChildren: TimingJSON[] | null = null;
 const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
+/**
+ * Each custom timing's JSON and the node it was made from, for analyseCustom: the dialect and the
+ * values digest it reads stay out of the JSON.
+ */
+let nodesNow: Map<CustomTimingJSON, CustomNode> | null = null;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -448,9 +495,10 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   if (running && node.parent !== null) out.unfinished = true;
   if ((node.flags & F_TRACED) !== 0) out.traced = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
-  // A synchronous callback step blocked the loop for all of its duration.
+  // A synchronous callback step blocked the loop for all of its duration, unless the process was
+  // not running for most of it (F_OFF_CPU, src/core/step.ts).
   const sync = (node.flags & F_SYNC) !== 0 ? node.durationUs : node.syncUs;
-  if (sync > blockingUs) out.blocking = true;
+  if (sync > blockingUs && (node.flags & F_OFF_CPU) === 0) out.blocking = true;
   if (out.children.length > 1 && out.durationMs > 0) parallelism(out);
   return out;
 }
@@ -487,8 +535,13 @@ function parallelism(t: TimingJSON): void {
     if (c.startMs < end) overlapped = true;
     if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;
   }
-  if (overlapped) t.parallelism = Math.round((sum / t.durationMs) * 100) / 100;
+  // Shown with one decimal: only what reads as more than x1.0 says that work overlapped.
+  const p = Math.round((sum / t.durationMs) * 100) / 100;
+  if (overlapped && p >= PARALLEL_FROM) t.parallelism = p;
 }
+
+/** The least `parallelism` shown: x1.1 once rounded to one decimal. */
+const PARALLEL_FROM = 1.05;
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   const running = c.durationUs === RUNNING;
@@ -503,6 +556,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
   if ((c.flags & F_TRACED) !== 0) out.traced = true;
+  nodesNow?.set(out, c);
   return out;
 }
 

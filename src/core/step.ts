@@ -1,10 +1,13 @@
 import { closeProfile, currentScope, runInProfile, runStep } from './context.js';
-import { report } from './errors.js';
+import { codedError, describe, report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
 import { instrument } from '../instrument/channels.js';
+import { valuesDigest } from '../instrument/values.js';
+import type { SqlDialect } from './types.js';
 import { Profile } from './profile.js';
-import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
+import { ranSinceTickUs } from '../analysis/loop.js';
 
 /**
  * Time a block of code as a step of the current request's profile.
@@ -12,8 +15,8 @@ import { CustomNode, F_ERROR, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, T
  * With a function, `fn` runs as the parent of every step it starts (also across `await` and
  * inside `Promise.all`), and `step` returns what `fn` returns, rethrowing the very error it
  * throws. When `fn` returns a promise or any thenable, `step` returns a native promise that
- * settles the same way once the step has been stopped (a lazy thenable runs exactly once, and
- * an unhandled rejection stays unhandled, and visible).
+ * settles the same way once the step has been stopped (a lazy thenable, such as a query builder,
+ * runs exactly once and inside the step, and an unhandled rejection stays unhandled, and visible).
  *
  * Without a function it returns a {@link Timing} for `using t = step('x')` or `t.stop()`; it is
  * the parent of the steps that follow it in the same async context until it stops. Use the
@@ -47,14 +50,33 @@ function admitted(scope: TimingNode<Profile>): TimingNode<Profile> | null {
   return admit(scope.profile!, parent) ? parent : null;
 }
 
+/** The optional fourth argument of {@link timing}. */
+export interface TimingOptions {
+  /**
+   * The SQL dialect of `command` (`'postgres'`, `'mysql'`, `'mssql'`, `'sqlite'`), so its
+   * literals are masked by that dialect's rules and its quoted names kept. Default: unknown,
+   * masked by every dialect's rules at once (a double-quoted name is then masked too).
+   */
+  dialect?: SqlDialect;
+  /**
+   * Parameter values sent apart from `command` (`$1`, `?`): only a digest of them is kept, so two
+   * calls with the same command and values count as duplicates. Never shown, never stored.
+   */
+  values?: readonly unknown[];
+}
+
+const DIALECTS: readonly unknown[] = ['postgres', 'mysql', 'mssql', 'sqlite'];
+
 /**
  * Time one call to something outside the process (a query, an HTTP call, a cache lookup) as a
- * custom timing of the current step, under `category`. Same contract as `step(name, fn)`.
+ * custom timing of the current step, under `category`. Same contract as `step(name, fn)`. Its
+ * command is masked by category (`sql`, `redis`, `http`; anything else as unknown text) unless
+ * `redact: false`; `options` can name a SQL dialect and pass parameter values (as a digest).
  *
  * @example
- * const rows = await timing('sql', 'select * from users where id = ?', () => pool.query(q, [id]));
+ * const rows = await timing('sql', 'select * from users where id = $1', () => pool.query(q, [id]), { dialect: 'postgres', values: [id] });
  */
-export function timing<T>(category: string, command: string, fn: () => T): T {
+export function timing<T>(category: string, command: string, fn: () => T, options?: TimingOptions): T {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return fn();
   const profile = scope.profile;
@@ -66,6 +88,7 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
   const cfg = profile.config;
   const parent = parentIn(scope);
   const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.nowUs());
+  if (options !== undefined) optionsOf(profile, c, options);
   profile.addCustom(parent, c);
   let r: T;
   try {
@@ -80,6 +103,23 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
     return r;
   }
   return settle(then, r, () => endCustom(profile, c, 0), () => endCustom(profile, c, F_ERROR)) as T;
+}
+
+/**
+ * {@link timing}'s options onto its node. A dialect it does not know is masked as unknown (the
+ * most) and reported, like anything else that is not what was asked: the app's call goes on.
+ */
+function optionsOf(profile: Profile, c: CustomNode, options: TimingOptions): void {
+  try {
+    const { dialect, values } = options;
+    if (DIALECTS.includes(dialect)) c.dialect = dialect;
+    else if (dialect !== undefined) {
+      report(profile.config.onInternalError, codedError('MINIPROF_ERR_INVALID_ARGUMENT', `timing's dialect must be one of ${DIALECTS.join(', ')}, got ${describe(dialect)}`));
+    }
+    c.values = valuesDigest(values);
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+  }
 }
 
 /** The live profile of this async context, or undefined outside one (or after it was sealed). */
@@ -136,10 +176,12 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
   const then = thenOf(r, profile);
   if (then === undefined) {
     t.end(profile, F_SYNC);
+    if (t.durationUs > profile.config.blockingMs * 1000) offCpu(profile, t);
     return r;
   }
   // The part before the first await: the event loop was blocked for this long.
   t.syncUs = profile.nowUs() - t.startUs;
+  if (t.syncUs > profile.config.blockingMs * 1000) offCpu(profile, t);
   if (then === nativeThen && r instanceof Promise && r.constructor === Promise) {
     // The common case, a native promise: two closures per step instead of settle()'s four.
     return r.then(
@@ -153,10 +195,23 @@ function run<T>(profile: Profile, parent: TimingNode<Profile>, name: string, fn:
       },
     ) as T;
   }
-  return settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR)) as T;
+  // A thenable's `then` is called inside the step: a lazy one (a knex or Bookshelf query builder)
+  // only starts its work there, and that work belongs under the step, not beside it.
+  return runStep(t, () => settle(then, r, () => endStep(profile, t, 0), () => endStep(profile, t, F_ERROR))) as T;
 }
 
 const nativeThen = Promise.prototype.then;
+
+/**
+ * A synchronous part that ran longer than `blockingMs` by the clock: the loop cannot tick during
+ * it, so the CPU time since the monitor's last tick bounds what the step itself ran. When even
+ * that is within `blockingMs`, the process was starved or paused, and the step is not flagged.
+ * Read only here, for the rare long part: a CPU reading costs about as much as a whole step.
+ */
+function offCpu(profile: Profile, t: TimingNode): void {
+  const ran = ranSinceTickUs(profile);
+  if (ran >= 0 && ran <= profile.config.blockingMs * 1000) t.flags |= F_OFF_CPU;
+}
 
 function open(scope: TimingNode<Profile>, profile: Profile, name: string): Timing {
   const parent = parentIn(scope);
@@ -199,7 +254,8 @@ function thenOf(r: unknown, profile: Profile): Then | undefined {
 
 /**
  * Return a native promise that settles as `r` does, after the timing ended. `then` is called once,
- * so a lazy thenable (a query builder) runs once; the error is the very object `r` rejected
+ * now, in the caller's async context (for a step: the step's own, see run), so a lazy thenable (a
+ * query builder) runs once, and where its step can see it; the error is the very object `r` rejected
  * with, and if the app never handles the returned promise Node still reports the rejection.
  * A plain native promise is chained directly; anything else (a subclass whose constructor takes
  * other arguments, a thenable whose `then` returns nothing) goes through a fresh native promise.

@@ -7,6 +7,8 @@ import type { SqlDialect } from './types.js';
 export interface NodeOwner {
   nowUs(): number;
   warn(message: string): void;
+  /** Work arrived under a step that had ended (see parentIn): said once per profile. */
+  lateWork(ended: string, at: string): void;
 }
 
 /**
@@ -37,8 +39,13 @@ export const F_SYNC = 4;
 export const F_TRACED = 8;
 /** A custom timing a span opened and will close (not one miniprof's own instrumentation took over). */
 export const F_SPAN = 16;
+/**
+ * A step whose synchronous part took longer than `blockingMs` by the clock while the process had
+ * less CPU time than that: the machine was busy (or the process paused), the step did not block.
+ */
+export const F_OFF_CPU = 32;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 4;
+const DEPTH_SHIFT = 6;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -95,7 +102,7 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
-  /** F_ERROR, F_USING, F_SYNC, F_TRACED, and the depth above them. */
+  /** F_ERROR, F_USING, F_SYNC, F_TRACED, F_OFF_CPU, and the depth above them. */
   flags: number;
   children: TimingNode<P>[] | null;
   parent: TimingNode<P> | null;
@@ -150,13 +157,18 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
 }
 
 /**
- * The parent for a new step opened in `scope`: the innermost open `using` timing there, else the
- * scope itself; a stopped one gives way to its nearest running ancestor (a timer that fires
- * after its step ended still lands in the tree, one level up).
+ * The parent for a new step or custom timing opened in `scope`: the innermost open `using`
+ * timing there, else the scope itself; a stopped one gives way to its nearest running ancestor
+ * (a timer that fires after its step ended still lands in the tree, one level up). That is work
+ * the step did not wait for, or an async context a library lost on the way (a promise library
+ * without async hooks): the profile says so, rather than showing it somewhere else in silence.
  */
 export function parentIn<P extends NodeOwner>(scope: TimingNode<P>): TimingNode<P> {
   let p = scope.link ?? scope;
+  if (p.durationUs === RUNNING || p.parent === null) return p;
+  const ended = p;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
+  ended.profile?.lateWork(ended.name, p.name);
   return p;
 }
 

@@ -8,6 +8,8 @@ import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
+import { readProfile } from './view.js';
+import { renderText } from '../render/text.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -124,9 +126,21 @@ function reply(status: number, type: string, body: string, extra?: Record<string
 }
 
 const HTML = 'text/html; charset=utf-8';
+const TEXT = 'text/plain; charset=utf-8';
 
 /**
- * Answer a developer's request under the base path, or return null to hand it to the app (which
+ * `<id>.txt`: the text tree, as the HTML comment has it, for `curl`. A stored profile that is not
+ * v1 JSON (a store may hand back anything) is said in one line, as the page says it.
+ */
+function profileText(stored: unknown): string {
+  const read = readProfile(stored);
+  if (!read.ok) return `miniprof: this stored profile cannot be shown: ${read.error}.\n`;
+  return renderText(read.profile);
+}
+
+/**
+ * Answer a developer's request under the base path (the list, `<id>` the page, `<id>.json`,
+ * `<id>.txt` the text tree; the same under `/captured/`), or return null to hand it to the app (which
  * then gives its own 404 or 405): every method but GET and HEAD (and POST to the opt-in routes),
  * and every path we do not serve. Nothing here takes code, SQL or file paths; ids must be UUIDs.
  * `headers` are the request's (Node's, lowercase): `Host`, and `Origin` / `Sec-Fetch-Site` for
@@ -161,11 +175,13 @@ export async function serveResults(
     const captured = rest.startsWith('/captured/');
     const at = captured ? rest.slice('/captured'.length) : rest;
     const json = at.endsWith('.json');
-    const id = at.slice(1, json ? -5 : undefined);
+    const txt = at.endsWith('.txt');
+    const id = at.slice(1, json || txt ? -(json ? 5 : 4) : undefined);
     if (at[0] !== '/' || !UUID.test(id)) return null;
     const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
+    if (txt) return reply(200, TEXT, profileText(p));
     return reply(200, HTML, renderProfilePage(p, base, id, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);

@@ -14,6 +14,14 @@ import { catchEscapes } from '../helpers/escapes.js';
 import { closeServers, serve, waitFor } from '../helpers/http.js';
 import { ADAPTERS, type Routes } from './apps.js';
 
+/**
+ * How long a request may see no byte before it counts as hung. Generous: client and server share
+ * one process, and on a loaded machine (two CPU hogs and other test runs on two cores) the first
+ * wave of 100 requests on fresh sockets waited more than 10 s for its turn, which said nothing
+ * about correctness. A hang still fails the test.
+ */
+const IDLE_MS = 60_000;
+
 const REQUESTS = 1000;
 const CONCURRENCY = 100;
 
@@ -32,13 +40,13 @@ const expected = (id: string): Tree => ({
 
 function get(agent: http.Agent | false, port: number, path: string): Promise<{ status: number; serverTiming: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, agent, timeout: 10_000 }, (res) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent, timeout: IDLE_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.once('error', reject);
       res.once('end', () => resolve({ status: res.statusCode!, serverTiming: String(res.headers['server-timing'] ?? ''), body: Buffer.concat(chunks).toString() }));
     });
-    req.once('timeout', () => req.destroy(new Error(`${path}: no answer after 10 s`)));
+    req.once('timeout', () => req.destroy(new Error(`${path}: no answer after ${IDLE_MS / 1000} s`)));
     req.once('error', reject);
   });
 }
@@ -47,7 +55,7 @@ const escaped = catchEscapes();
 afterEach(() => closeServers());
 
 describe.each(ADAPTERS)('$name', (a) => {
-  test(`D5: ${REQUESTS} developer requests at concurrency ${CONCURRENCY} over keep-alive: every tree holds only its own steps, zero errors`, { timeout: 120_000 }, async () => {
+  test(`D5: ${REQUESTS} developer requests at concurrency ${CONCURRENCY} over keep-alive: every tree holds only its own steps, zero errors`, { timeout: 300_000 }, async () => {
     const profiles = new Map<string, Profile>();
     const problems: string[] = [];
     const reports: unknown[] = [];
@@ -81,7 +89,7 @@ describe.each(ADAPTERS)('$name', (a) => {
           const got = JSON.parse(r.body) as { id: string; tree: Tree };
           if (r.status !== 200 || got.id !== id) failures.push(`${id}: ${r.status} ${r.body.slice(0, 100)}`);
           else if (JSON.stringify(got.tree) !== JSON.stringify(expected(id))) failures.push(`${id}: handler saw ${JSON.stringify(got.tree)}`);
-          const metrics = r.serverTiming.split(', ').map((m) => m.split(';')[0]).filter((m) => m !== 'event-loop');
+          const metrics = r.serverTiming.split(', ').map((m) => m.split(';')[0]).filter((m) => m !== 'event-loop' && m !== 'miniprof-self');
           if (metrics.join() !== `${id}_parse,${id}_outer,total`) failures.push(`${id}: Server-Timing ${r.serverTiming}`);
         } catch (err) {
           failures.push(`${id}: ${String(err)}`);
@@ -103,7 +111,7 @@ describe.each(ADAPTERS)('$name', (a) => {
     expect(escaped).toEqual([]);
   });
 
-  test('E3, C8: 1,000 event streams opened and aborted by the client: every profile sealed, the store stays within its cap', { timeout: 120_000 }, async () => {
+  test('E3, C8: 1,000 event streams opened and aborted by the client: every profile sealed, the store stays within its cap', { timeout: 300_000 }, async () => {
     const store = memoryStore({ maxCount: 50 });
     const reports: unknown[] = [];
     const routes: Routes = {
@@ -113,13 +121,13 @@ describe.each(ADAPTERS)('$name', (a) => {
     const firsts: string[] = [];
     const open = () =>
       new Promise<string>((resolve, reject) => {
-        const req = http.get({ host: '127.0.0.1', port, path: '/events', agent: false, timeout: 10_000 }, (res) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/events', agent: false, timeout: IDLE_MS }, (res) => {
           res.once('data', (chunk: Buffer) => {
             req.destroy();
             resolve(chunk.toString());
           });
         });
-        req.once('timeout', () => req.destroy(new Error('no event after 10 s')));
+        req.once('timeout', () => req.destroy(new Error(`no event after ${IDLE_MS / 1000} s`)));
         req.once('error', (err) => {
           if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') reject(err);
         });

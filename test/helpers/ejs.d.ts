@@ -1,0 +1,2 @@
+/** ejs ships no types; the view test only hands it to @fastify/view. */
+declare module 'ejs';
