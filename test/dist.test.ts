@@ -139,7 +139,10 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
+      // createRequire and join: src/core/lost-context.ts reads the require cache for a loaded bluebird.
+      'node:module',
       'node:os',
+      'node:path',
       'node:perf_hooks',
       'node:util',
       'on-headers',
