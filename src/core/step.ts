@@ -154,7 +154,8 @@ export async function withProfile<T>(
   }
 }
 
-function admit(profile: Profile, parent: TimingNode): boolean {
+/** @internal Count a new step against maxSteps and maxDepth; false: dropped (counted). Also src/core/auto.ts. */
+export function admit(profile: Profile, parent: TimingNode): boolean {
   if (profile.count < profile.config.maxSteps && parent.depth < profile.config.maxDepth) {
     profile.count++;
     return true;
