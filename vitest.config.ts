@@ -24,6 +24,7 @@ export const SERVICE_TESTS = [
   'test/instrument-pg-real.test.ts',
   'test/instrument.test.ts',
   'test/load-verdicts.test.ts',
+  'test/mask-mariadb.test.ts',
   'test/mask-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',

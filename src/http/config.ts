@@ -176,7 +176,7 @@ export function resolveHttp<Req>(
   return cfg;
 }
 
-/** Pages up to 1 MiB: the scan of a messy megabyte takes about 10–20 ms (bench/RESULTS.md, issue 58). */
+/** Pages up to 1 MiB: the scan of a messy megabyte takes 6–10 ms of CPU (bench/RESULTS.md, issue 58). */
 export const DEFAULT_HTML_MAX_BYTES = 1 << 20;
 
 function htmlMaxBytes(v: unknown): number {
