@@ -8,14 +8,21 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * that every file importing a service helper is listed).
  */
 export const SERVICE_TESTS = [
+  'test/adapters/capture-secrets.test.ts',
   'test/badge-browser.test.ts',
   'test/bluebird-context.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
+  'test/data-layers-mysql.test.ts',
+  'test/data-layers-pg.test.ts',
+  'test/field/express-knex.test.ts',
+  'test/field/fastify-drizzle.test.ts',
+  'test/field/koa-sequelize.test.ts',
   'test/insert.test.ts',
   'test/instrument.test.ts',
   'test/load-verdicts.test.ts',
   'test/instrument-pg-real.test.ts',
+  'test/mask-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',
@@ -33,7 +40,7 @@ export const SERVICE_TESTS = [
  * Test files that load the built dist/, which `npm test` builds first and `test:quick` does not
  * (test/otel3.test.ts also needs test/otel3's own install, which `npm test`'s pretest makes).
  */
-export const BUILD_TESTS = ['test/dist.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/soak.test.ts'];
+export const BUILD_TESTS = ['test/dist.test.ts', 'test/field/express-knex.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/pack.test.ts', 'test/soak.test.ts'];
 
 export default defineConfig({
   test: {

@@ -1,13 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import onHeaders from 'on-headers';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { captureNode, runEventsInProfile, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
+import { hookHead } from '../src/http/head.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -40,9 +40,7 @@ function hookReply(p: ProfiledResponse, request: FastifyRequest, reply: FastifyR
     p.hijacked = true;
     return hijack.call(this);
   };
-  onHeaders(reply.raw as ServerResponse, function (this: ServerResponse) {
-    p.headers(this, this.statusCode);
-  });
+  hookHead(p, reply.raw as ServerResponse);
   sealOnClose(p, request.raw.socket, reply.raw);
   // Fastify calls `parseAs: 'string' | 'buffer'` content-type parsers from the body stream's 'end'.
   runEventsInProfile(p, request.raw);

@@ -1,12 +1,11 @@
-import type { ServerResponse } from 'node:http';
 import type Koa from 'koa';
-import onHeaders from 'on-headers';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
 import { captureNode, isProfiled, markProfiled, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
+import { hookHead } from '../src/http/head.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -49,9 +48,7 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
   markProfiled(ctx);
   // Koa writes the head after the chain returns, or the app does on `ctx.res` (`ctx.respond =
   // false`), or Koa's error handler does: on-headers sees every one of them.
-  onHeaders(ctx.res, function (this: ServerResponse) {
-    p.headers(this, this.statusCode);
-  });
+  hookHead(p, ctx.res);
   sealOnClose(p, ctx.req.socket, ctx.res);
   try {
     await runInProfile(p.profile, next);

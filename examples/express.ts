@@ -30,7 +30,9 @@ export function createApp() {
 }
 
 if (process.argv.includes('--demo')) {
-  const server = createApp().listen(Number(process.env.PORT ?? 3000), '127.0.0.1', async () => {
+  // Express 5 calls back with the listen error too (the 'error' handler below reports it).
+  const server = createApp().listen(Number(process.env.PORT ?? 3000), '127.0.0.1', async (err?: Error) => {
+    if (err !== undefined) return;
     const { port } = server.address() as { port: number };
     const url = `http://127.0.0.1:${port}/`;
     const res = await fetch(url);
@@ -39,6 +41,10 @@ if (process.argv.includes('--demo')) {
     console.log(`Server-Timing: ${res.headers.get('server-timing')}\n`);
     console.log(body.slice(body.indexOf('<!--'), body.lastIndexOf('-->') + 3));
     console.log(`\nThis profile: http://127.0.0.1:${port}/_miniprof/${res.headers.get('x-miniprof-id')} (recent ones: http://127.0.0.1:${port}/_miniprof/)`);
-    console.log(`\nServing ${url} (open it and view the source, or DevTools > Network > Timing). Ctrl-C to stop.`);
+    console.log(`\nServing ${url} until Ctrl-C (open it and view the source, or DevTools > Network > Timing; PORT=<n> npm run demo for another port).`);
+  });
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    console.error(err.code === 'EADDRINUSE' ? `Port ${process.env.PORT ?? 3000} is in use: PORT=3001 npm run demo` : err.message);
+    process.exitCode = 1;
   });
 }

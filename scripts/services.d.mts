@@ -3,6 +3,7 @@ export declare function findRedisServer(root?: string): string | null;
 export declare function findChromium(root?: string): string | null;
 export declare function findPostgresBin(root?: string): string | null;
 export declare function findNginx(root?: string): string | null;
+export declare function findMariadb(root?: string): string | null;
 export interface Service {
   name: string;
   debianPackage: string;

@@ -1,5 +1,5 @@
 // The Debian services the test suite starts throwaway copies of (a real redis-server, PostgreSQL,
-// nginx, Chromium), found in one place: `npm test` runs this file first (npm's `pretest`) so that
+// nginx, Chromium, MariaDB), found in one place: `npm test` runs this file first (npm's `pretest`) so that
 // a fresh machine of the project's kind (Debian, root) gets whatever is missing from apt, and
 // anywhere else the run stops before any test with one line per missing service and the command
 // that installs it. The test helpers (test/helpers/services.ts) locate the binaries with the same
@@ -20,6 +20,7 @@ const DEBIAN = {
   chromium: '/usr/bin/chromium',
   postgresql: '/usr/lib/postgresql',
   nginx: '/usr/sbin/nginx',
+  mariadb: '/usr/sbin/mariadbd',
 };
 
 function executable(file) {
@@ -82,12 +83,19 @@ export function findNginx(root = '/') {
   return executable(debian) ? debian : onPath('nginx', root);
 }
 
+/** Debian's MariaDB server (/usr/sbin/mariadbd; mysql2 and knex's MySQL client test against it), else one on PATH. */
+export function findMariadb(root = '/') {
+  const debian = under(root, DEBIAN.mariadb);
+  return executable(debian) ? debian : onPath('mariadbd', root);
+}
+
 /** Every service the suite uses: how to find it and the Debian package that provides it. */
 export const SERVICES = [
   { name: 'redis-server', debianPackage: 'redis-server', find: findRedisServer },
   { name: 'PostgreSQL', debianPackage: 'postgresql', find: findPostgresBin },
   { name: 'nginx', debianPackage: 'nginx', find: findNginx },
   { name: 'Chromium', debianPackage: 'chromium', find: findChromium },
+  { name: 'MariaDB', debianPackage: 'mariadb-server', find: findMariadb },
 ];
 
 /** The one command that installs `packages`, as the person reading it has to type it. */

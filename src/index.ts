@@ -1,10 +1,11 @@
-export { step, timing, currentProfile, withProfile } from './core/step.js';
-export { instrument } from './instrument/channels.js';
-export { instrumentPg, type PgQueryable } from './instrument/pg.js';
+export { step, timing, currentProfile, withProfile, type TimingOptions } from './core/step.js';
+export { instrument, instrumentPg } from './instrument/target.js';
+export type { PgQueryable } from './instrument/pg.js';
 export { renderText, renderHtmlComment, type TextOptions } from './render/text.js';
 export { renderServerTiming, type ServerTimingOptions } from './render/server-timing.js';
 export type { Timing } from './core/timing.js';
 export type { Profile } from './core/profile.js';
+export type { SqlDialect } from './core/types.js';
 export type { ProfileJSON, TimingJSON, CustomTimingJSON, RequestInfo, CategorySummaryJSON, SimilarGroupJSON, FanOutJSON } from './core/types.js';
 export type { CoreOptions } from './core/options.js';
 export type { Clock, WallClock } from './core/clock.js';

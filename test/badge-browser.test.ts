@@ -94,7 +94,11 @@ async function pageWork(): Promise<void> {
     await wait(2);
     await timing('sql', 'select * from users where id = ?', () => wait(11));
     await step('load posts', async () => {
-      for (let i = 0; i < 3; i++) await timing('sql', 'select * from posts where user_id = ?', () => wait(6.5));
+      for (let i = 0; i < 3; i++) {
+        // A pool checkout before each query (plumbing, as OpenTelemetry's pg-pool.connect spans).
+        await timing('connect', 'pg-pool.connect', () => wait(0));
+        await timing('sql', 'select * from posts where user_id = ?', () => wait(6.5));
+      }
     });
     await wait(1);
   });
@@ -250,19 +254,33 @@ describe.each(['express', 'fastify'] as const)('%s', (framework) => {
       // Sorted by the server's ids would be random: the page first, then in the order seen.
       expect((await listed(p)).sort()).toEqual([...PAGE_ROWS].sort());
       expect((await listed(p))[0]).toBe(PAGE_ROWS[0]);
-      const tree = await panel.locator('table tr').evaluateAll((rows) => rows.map((r: any) => r.innerText.replace(/\s+/g, ' ').trim()));
-      expect(tree).toEqual([
+      const tree = () => panel.locator('table tr').evaluateAll((rows) =>
+        rows.map((r: any) => (r.hidden ? 'hidden: ' : '') + [...r.querySelectorAll('.fx, .cat, .tx, .f, td.ms')].map((x: any) => x.textContent).join(' ')),
+      );
+      // The loop's step names its N+1; its three queries fold into one row with their wall time,
+      // as on the results page (issue 59 items 5, 9). `?` with no values: similar, not duplicates.
+      const member = 'sql select * from posts where user_id = ? similar #1 6.5 ms';
+      const folded = [
         'GET /users/42 69.8 ms',
         'authenticate 4.0 ms',
         'load user 33.5 ms',
         'sql select * from users where id = ? 11.0 ms',
-        'load posts 19.5 ms',
-        'sql select * from posts where user_id = ? duplicate similar #1 6.5 ms',
-        'sql select * from posts where user_id = ? duplicate similar #1 6.5 ms',
-        'sql select * from posts where user_id = ? duplicate similar #1 6.5 ms',
+        'load posts N+1 ×3 19.5 ms',
+        // The first checkout comes before the run; the others, between its members, fold with them.
+        'connect pg-pool.connect 0.0 ms',
+        '▸ sql 3 × select * from posts where user_id = ? 19.5 ms',
+        `hidden: ${member}`,
+        'hidden: connect pg-pool.connect 0.0 ms',
+        `hidden: ${member}`,
+        'hidden: connect pg-pool.connect 0.0 ms',
+        `hidden: ${member}`,
         'http GET https://api.example.com/avatar 23.0 ms',
         'render blocking 9.3 ms',
-      ]);
+      ];
+      expect(await tree()).toEqual(folded);
+      await panel.locator('tr.fold button.fx').click();
+      expect(await tree()).toEqual(folded.map((r) => r.replace('▸', '▾').replace('hidden: ', '')));
+      expect(await panel.locator('tr.fold button.fx').getAttribute('aria-expanded')).toBe('true');
       const id = await p.evaluate(() => document.querySelector('script[data-id]').getAttribute('data-id'));
       expect(await panel.locator('.facts a').getAttribute('href')).toBe(`/_miniprof/${id}`);
 
@@ -339,8 +357,35 @@ test('keyboard: Tab reaches the button, Enter opens the panel with focus on the 
   await p.context().close();
 });
 
-test('screenshot of the open panel for the README (docs/badge.png); the script is at most 15 KB', async () => {
-  expect(Buffer.byteLength(BADGE_JS)).toBeLessThanOrEqual(15_000);
+test('at 420 px the tree keeps its commands readable: no bars, commands wrap in the whole width, never cut to a few letters', async () => {
+  const ctx = await browser.newContext({ viewport: { width: 420, height: 800 } });
+  const p = await ctx.newPage();
+  await p.goto(`http://127.0.0.1:${port.express}/users/42`);
+  await expect.poll(() => badge(p).innerText()).toContain('+3');
+  await badge(p).click();
+  const panel = p.locator('miniprof-badge section.panel');
+  await expect.poll(() => panel.locator('tr.fold').count()).toBe(1);
+  await panel.locator('tr.fold button.fx').click();
+  const cells = await panel.locator('tr.c .tx, tr.fold .tx').evaluateAll((els) =>
+    els.map((e: any) => ({ text: e.textContent, w: e.getBoundingClientRect().width, sw: e.scrollWidth, cw: e.clientWidth, sh: e.scrollHeight, ch: e.clientHeight })),
+  );
+  expect(cells.length).toBe(9);
+  const panelWidth = (await panel.boundingBox())!.width;
+  // calc(100vw - 24px) and its 1 px borders.
+  expect(panelWidth).toBeLessThanOrEqual(420 - 24 + 2);
+  for (const c of cells) {
+    // Whole: nothing cut off to the side or below, in at least half the panel's width.
+    expect(c.sw, c.text).toBeLessThanOrEqual(c.cw);
+    expect(c.sh, c.text).toBeLessThanOrEqual(c.ch + 1);
+    expect(c.w, c.text).toBeGreaterThanOrEqual(Math.min(panelWidth / 2, c.sw));
+  }
+  expect(await panel.locator('td.bar').evaluateAll((els) => els.filter((e: any) => e.getBoundingClientRect().width > 0).length)).toBe(0);
+  await p.screenshot({ path: resolve(DOCS, 'badge-420.png') });
+  await ctx.close();
+});
+
+test('screenshot of the open panel for the README (docs/badge.png); the script is at most 20 KB', async () => {
+  expect(Buffer.byteLength(BADGE_JS)).toBeLessThanOrEqual(20_000);
   const w = await open(`http://127.0.0.1:${port.express}/users/42?csp=nonce`, 2);
   const p = w.page;
   await expect.poll(() => badge(p).innerText()).toContain('+3');

@@ -60,11 +60,11 @@ async function captured(store: ProfileStore, n = 1000) {
 describe('options', () => {
   const core = resolveCore({});
   it('capture: true takes the defaults; off is null', () => {
-    expect(resolveCapture({ capture: true }, core, true)).toMatchObject({ rate: 0.01, slowerThanMs: 1000, errors: true, maxPerMinute: 60, label: null });
+    expect(resolveCapture({ capture: true }, core, true)).toMatchObject({ rate: 0.01, slowerThanMs: 1000, errors: true, maxPerMinute: 60, maxOpen: 10, label: null });
     expect(resolveCapture({}, core, true)).toBeNull();
     expect(resolveCapture({ capture: false }, core, true)).toBeNull();
-    const c = resolveCapture({ capture: { rate: 0.5, slowerThanMs: 0, errors: false, maxPerMinute: 7 } }, core, true)!;
-    expect([c.rate, c.slowerThanMs, c.errors, c.maxPerMinute]).toEqual([0.5, 0, false, 7]);
+    const c = resolveCapture({ capture: { rate: 0.5, slowerThanMs: 0, errors: false, maxPerMinute: 7, maxOpen: 3 } }, core, true)!;
+    expect([c.rate, c.slowerThanMs, c.errors, c.maxPerMinute, c.maxOpen]).toEqual([0.5, 0, false, 7, 3]);
   });
 
   it('commands are redacted in captured profiles even with redact: false', () => {
@@ -79,8 +79,9 @@ describe('options', () => {
     [{ capture: { rate: Number.NaN } }, 'option "capture.rate" must be a number above 0 and at most 1, got NaN (number)'],
     [{ capture: { slowerThanMs: -1 } }, 'option "capture.slowerThanMs" must be an integer from 0 to 3600000, got -1 (number)'],
     [{ capture: { maxPerMinute: 0 } }, 'option "capture.maxPerMinute" must be an integer from 1 to 10000, got 0 (number)'],
+    [{ capture: { maxOpen: 1.5 } }, 'option "capture.maxOpen" must be an integer from 1 to 10000, got 1.5 (number)'],
     [{ capture: { errors: 'yes' } }, 'option "capture.errors" must be a boolean, got "yes" (string)'],
-    [{ capture: 'on' }, 'option "capture" must be a boolean or { rate, slowerThanMs, errors, maxPerMinute }, got "on" (string)'],
+    [{ capture: 'on' }, 'option "capture" must be a boolean or { rate, slowerThanMs, errors, maxPerMinute, maxOpen }, got "on" (string)'],
     [{ capture: true, results: false }, 'option "capture" must be off when results is false (captured profiles are kept in the results store), got true (boolean)'],
     [{ captureLabel: () => 'x' }, 'option "captureLabel" must be unset while capture is off, got a function'],
     [{ capture: true, captureLabel: 'user' }, 'option "captureLabel" must be a function, got "user" (string)'],
@@ -94,7 +95,7 @@ describe('options', () => {
   it('an unknown key is refused with MINIPROF_ERR_UNKNOWN_OPTION, on Fastify too', async () => {
     const err = thrown(() => expressMiniprof({ capture: { rates: 1 } } as never));
     expect(err.code).toBe('MINIPROF_ERR_UNKNOWN_OPTION');
-    expect(err.message).toBe('miniprof: unknown option "capture.rates" (1 (number)); known: rate, slowerThanMs, errors, maxPerMinute');
+    expect(err.message).toBe('miniprof: unknown option "capture.rates" (1 (number)); known: rate, slowerThanMs, errors, maxPerMinute, maxOpen');
     const app = Fastify();
     fastifyApps.push(app);
     await expect(app.register(fastifyMiniprof, { capture: { rate: 2 } }).ready()).rejects.toMatchObject({ code: 'MINIPROF_ERR_INVALID_OPTION' });
@@ -299,7 +300,8 @@ describe.each([
       await waitFor(() => openProfiles() === 0, 3000, 'the captured profile closed');
       const list = await captured(store);
       expect(list.length).toBe(before + 1);
-      expect(list[0]).toMatchObject({ method, path: row.path!.split('?')[0], status: row.status });
+      // Someone else's path: its number segments (ids) masked (issue 57 item 3).
+      expect(list[0]).toMatchObject({ method, path: row.path!.split('?')[0]!.replace(/\/\d+(?=\/|$)/g, '/?'), status: row.status });
     });
   }
 });
@@ -371,9 +373,10 @@ describe('what is kept', () => {
     expect(list.map((s) => [s.path, s.status, s.durationMs])).toEqual([
       ['/sql-error', 200, 0],
       ['/caught', 200, 0],
-      ['/5xx', 503, 0],
-      ['/took/2500', 200, 2500],
-      ['/took/1000', 200, 1000],
+      // Someone else's path: segments with digits in them are masked (issue 57 item 3).
+      ['/?', 503, 0],
+      ['/took/?', 200, 2500],
+      ['/took/?', 200, 1000],
     ]);
     expect(list.find((s) => s.path === '/caught')!.flags).toContain('error');
   });
@@ -400,7 +403,7 @@ describe('what is kept', () => {
     const { store, port } = await app({ rate: 1, slowerThanMs: 1000, errors: false });
     for (const path of ['/5xx', '/caught', '/took/1500', '/took/10']) await raw(port, { path });
     await waitFor(() => openProfiles() === 0);
-    expect((await captured(store)).map((s) => s.path)).toEqual(['/took/1500']);
+    expect((await captured(store)).map((s) => [s.path, s.durationMs])).toEqual([['/took/?', 1500]]);
   });
 
   it("a developer's request is the developer's own, never captured", async () => {
@@ -547,7 +550,7 @@ describe('no secret of the request reaches the store', () => {
     const text = JSON.stringify(await store.get(CAPTURE_OWNER, row!.id)) + JSON.stringify(await captured(store));
     for (const [where, secret] of Object.entries(SECRETS)) expect(text.includes(secret), `${where} secret in the store`).toBe(false);
     // What is there: the path without its query, the commands' shapes.
-    expect(text).toContain('"path":"/account/7"');
+    expect(text).toContain('"path":"/account/?"');
     expect(text).toContain("select * from users where password = ? and card = ?");
     expect(text).toContain('GET https://api.example.com/v1?key=?');
   });
@@ -560,24 +563,29 @@ describe('bounded', () => {
     let now = Date.UTC(2026, 10, 29, 12, 0, 0);
     let profiled = 0;
     const app = express();
-    app.use(expressMiniprof({ isDeveloper: () => false, capture: { rate: 1, slowerThanMs: 0, maxPerMinute: 5 }, results: { store }, now: () => now, onInternalError }) as RequestHandler);
+    // maxOpen 5: with slowerThanMs 0 every open one is slow already and may make room, but only
+    // until five are kept.
+    app.use(expressMiniprof({ isDeveloper: () => false, capture: { rate: 1, slowerThanMs: 0, maxPerMinute: 5, maxOpen: 5 }, results: { store }, now: () => now, onInternalError }) as RequestHandler);
     app.get('/slow', (_req, res) => {
       if (currentProfile() !== undefined) profiled++;
       setTimeout(() => res.send('done'), 2);
     });
     const port = await serve(app as unknown as http.RequestListener);
-    // 40 at once: at most 5 open at a time, at most 5 kept this minute.
+    // 40 at once: at most 5 open at a time, at most 5 kept this minute (a sampled one that finds
+    // them kept when it closes is let go): at most 5 + 4 sampled.
     await Promise.all(Array.from({ length: 40 }, () => raw(port, { path: '/slow' })));
     await waitFor(() => openProfiles() === 0);
     expect((await captured(store)).length).toBe(5);
-    expect(profiled).toBe(5);
+    expect(profiled).toBeGreaterThanOrEqual(5);
+    expect(profiled).toBeLessThanOrEqual(9);
+    const first = profiled;
     for (let i = 0; i < 20; i++) await raw(port, { path: '/slow' });
-    expect(profiled).toBe(5);
+    expect(profiled).toBe(first);
     // The next minute has its own five.
     now += 60_000;
     for (let i = 0; i < 20; i++) await raw(port, { path: '/slow' });
     await waitFor(() => openProfiles() === 0);
-    expect(profiled).toBe(10);
+    expect(profiled).toBe(first + 5);
     expect((await captured(store)).length).toBe(10);
   });
 
@@ -618,12 +626,14 @@ describe('for developers only: <basePath>/captured', () => {
     const c = { t: 0 };
     const a = express();
     a.use(expressMiniprof({ isDeveloper: (req) => req.headers['x-dev'] === '1', capture: { rate: 1, slowerThanMs: 100 }, results: { store, listLimit }, clock: () => c.t, onInternalError }) as RequestHandler);
+    // Words, not numbers, in the paths: a captured path's number segments are masked (ids).
+    const MS: Record<string, number> = { one: 100, two: 200, three: 300, nine: 900 };
     a.get('/took/:ms', (req, res) => {
-      c.t += Number(req.params.ms);
+      c.t += MS[req.params.ms as string]!;
       res.send('ok');
     });
     const port = await serve(a as unknown as http.RequestListener);
-    for (const ms of [300, 100, 900, 200]) await raw(port, { path: `/took/${ms}` });
+    for (const ms of ['three', 'one', 'nine', 'two']) await raw(port, { path: `/took/${ms}` });
     await waitFor(() => openProfiles() === 0);
     return { store, port };
   }
@@ -633,15 +643,15 @@ describe('for developers only: <basePath>/captured', () => {
     const list = await captured(store);
     const page = (await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString();
     expect(page).toContain('<h1>Captured requests</h1>');
-    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})"><span class="method">GET<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[2])).toEqual(['200', '900', '100', '300']);
+    expect([...page.matchAll(/<a href="\/_miniprof\/captured\/([0-9a-f-]{36})"><span class="method">GET<\/span>\/took\/([a-z]+)<\/a>/g)].map((m) => m[2])).toEqual(['two', 'nine', 'one', 'three']);
     const slowest = (await raw(port, { path: '/_miniprof/captured/slowest', headers: dev })).payload.toString();
-    expect([...slowest.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1])).toEqual(['900', '300', '200', '100']);
+    expect([...slowest.matchAll(/<\/span>\/took\/([a-z]+)<\/a>/g)].map((m) => m[1])).toEqual(['nine', 'three', 'two', 'one']);
     const id = list[0]!.id;
     const profile = await raw(port, { path: `/_miniprof/captured/${id}`, headers: dev });
     expect(profile.status).toBe(200);
     expect(profile.payload.toString()).toContain(`<a href="/_miniprof/captured/${id}.json">JSON</a>`);
     const json = await raw(port, { path: `/_miniprof/captured/${id}.json`, headers: dev });
-    expect(JSON.parse(json.payload.toString())).toMatchObject({ id, request: { method: 'GET', path: '/took/200', status: 200 } });
+    expect(JSON.parse(json.payload.toString())).toMatchObject({ id, request: { method: 'GET', path: '/took/two', status: 200 } });
     // The developer's own list links there; a captured id is not one of the developer's own.
     expect((await raw(port, { path: '/_miniprof/', headers: dev })).payload.toString()).toContain('<a href="/_miniprof/captured">captured requests</a>');
     expect((await raw(port, { path: `/_miniprof/${id}`, headers: dev })).status).toBe(404);
@@ -649,17 +659,17 @@ describe('for developers only: <basePath>/captured', () => {
 
   it('slowest first: the slowest of the kept ones, not only of the newest listLimit; its filter form stays on it', async () => {
     const { port } = await app(2);
-    const rows = (html: string) => [...html.matchAll(/<\/span>\/took\/(\d+)<\/a>/g)].map((m) => m[1]);
+    const rows = (html: string) => [...html.matchAll(/<\/span>\/took\/([a-z]+)<\/a>/g)].map((m) => m[1]);
     // Kept newest first: 200, 900, 100, 300. The newest two alone would give 900, 200.
-    expect(rows((await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString())).toEqual(['200', '900']);
+    expect(rows((await raw(port, { path: '/_miniprof/captured', headers: dev })).payload.toString())).toEqual(['two', 'nine']);
     const slowest = (await raw(port, { path: '/_miniprof/captured/slowest', headers: dev })).payload.toString();
-    expect(rows(slowest)).toEqual(['900', '300']);
+    expect(rows(slowest)).toEqual(['nine', 'three']);
     expect(slowest).toContain('<form class="filter" method="get" action="/_miniprof/captured/slowest/" role="search">');
     // What the form submits: still slowest first, filtered.
-    const filtered = await raw(port, { path: '/_miniprof/captured/slowest/?path=%2Ftook%2F1&flag=', headers: dev });
+    const filtered = await raw(port, { path: '/_miniprof/captured/slowest/?path=%2Ftook%2Fon&flag=', headers: dev });
     expect(filtered.status).toBe(200);
     expect(filtered.payload.toString()).toContain('<h1>Captured requests, slowest first</h1>');
-    expect(rows(filtered.payload.toString())).toEqual(['100']);
+    expect(rows(filtered.payload.toString())).toEqual(['one']);
     const none = (await raw(port, { path: '/_miniprof/captured/slowest/?path=nothing', headers: dev })).payload.toString();
     expect(none).toContain('<a href="/_miniprof/captured/slowest/">Show all</a>');
     // The newest-first list's form stays on it.

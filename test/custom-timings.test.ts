@@ -12,9 +12,9 @@ vi.mock('../src/analysis/normalize.js', async (importOriginal) => {
       calls.shape++;
       return real.shapeOf(s);
     },
-    redact: (s: string) => {
+    redact: (...args: Parameters<typeof real.redact>) => {
       calls.redact++;
-      return real.redact(s);
+      return real.redact(...args);
     },
   };
 });
@@ -73,7 +73,8 @@ describe('duplicates and similar commands', () => {
         'web-1 at 2026-11-29T12:00:00.000Z',
         ' GET /posts = 13.0ms',
         '> [http] GET http://127.0.0.1:9000/avatars?ids=?&key=? = 3.5ms',
-        '> load posts = 9.0ms',
+        // The step that ran the loop names its N+1 (issue 59 item 5).
+        '> load posts = 9.0ms (N+1: 3 × select * from users where id = ?)',
         '>> [sql] select * from posts where status = ? limit ? = 2.0ms',
         '>> [sql] select * from users where id = ? = 1.0ms (duplicate) (similar #1)',
         '>> [sql] select * from users where id = ? = 1.0ms (similar #1)',
@@ -89,7 +90,7 @@ describe('duplicates and similar commands', () => {
   test('Server-Timing: one metric per category, with the count and never a command', async () => {
     const { profile } = await nPlusOne(fakeClock(), { redact: false });
     expect(renderServerTiming(profile)).toBe(
-      'load_posts;dur=9.0;desc="load posts", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed) 2 duplicate", total;dur=13.0',
+      'load_posts;dur=9.0;desc="load posts (N+1: 3 x sql)", http;dur=3.5;desc="http (1 x 3.5ms summed)", sql;dur=5.0;desc="sql (4 x 5.0ms summed) 2 duplicate", total;dur=13.0',
     );
   });
 

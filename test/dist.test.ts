@@ -112,37 +112,75 @@ console.log(JSON.stringify(out));`,
     });
   });
 
-  test('the entries are bundles: their imports are node: builtins, the runtime dependencies and their own shared chunks, never tsc\'s modules', () => {
-    // The package ships the bundles only (scripts/bundle.mjs says why); an entry that imports
+  test('the entries are bundles: each ES module entry re-exports its CommonJS file; those are one line into miniprof.js, the implementation, or otel.js; they require node: builtins and the runtime dependencies, never tsc\'s modules', () => {
+    // The package ships the bundles only (scripts/bundle.mjs says why); an entry that loaded
     // ../src/… would need tsc's modules, which are not published.
     const bundle = join(ROOT, 'dist', 'bundle');
     const files = readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
-    const imports = new Set<string>();
-    for (const f of files) {
-      for (const m of readFileSync(join(bundle, f), 'utf8').matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*"([^"]+)"|^import\s*"([^"]+)"/gms)) {
-        const spec = m[1] ?? m[2]!;
-        imports.add(spec.startsWith('.') ? `${f.includes('/') ? 'chunk' : 'entry'} -> ${spec.replace(/chunk-[A-Z0-9]+\.js$/, 'chunk-*.js')}` : spec);
-      }
+    const esm = files.filter((f) => !f.includes('/')).sort();
+    expect(esm).toEqual(['express.js', 'fastify.js', 'hono.js', 'http.js', 'index.js', 'koa.js', 'otel.js']);
+    expect(files.filter((f) => f.startsWith('cjs/')).sort()).toEqual([...esm.map((f) => `cjs/${f}`), 'cjs/miniprof.js'].sort());
+    for (const f of esm) {
+      const text = readFileSync(join(bundle, f), 'utf8');
+      expect([...text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s*'([^']+)'/gm)].map((m) => m[1])).toEqual([`./cjs/${f}`]);
     }
-    expect([...imports].sort()).toEqual([
-      '@opentelemetry/api',
-      'chunk -> ./chunk-*.js',
-      'entry -> ./chunks/chunk-*.js',
+    const requires: Record<string, string[]> = {};
+    for (const f of files.filter((f) => f.startsWith('cjs/'))) {
+      const text = readFileSync(join(bundle, f), 'utf8');
+      // Nothing that CommonJS loads may use import.meta (a SyntaxError there), nor import/export.
+      expect(text, f).not.toMatch(/\bimport\.meta\b|^(?:import|export)\b/m);
+      requires[f] = [...new Set([...text.matchAll(/\brequire\("([^"]+)"\)|\brequire\('([^']+)'\)/g)].map((m) => m[1] ?? m[2]!))].sort();
+    }
+    for (const name of ['index', 'express', 'fastify', 'koa', 'hono', 'http']) expect(requires[`cjs/${name}.js`]).toEqual(['./miniprof.js']);
+    expect(requires['cjs/miniprof.js']).toEqual([
       'fastify-plugin',
       'node:async_hooks',
       'node:crypto',
       'node:diagnostics_channel',
-      // createRequire, for parse5 at a developer's first HTML page (src/http/insert.ts).
-      'node:module',
+      // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
+      'node:http',
       'node:os',
       'node:perf_hooks',
       'node:util',
       'on-headers',
     ]);
-    expect(files.filter((f) => !f.includes('/')).sort()).toEqual(['express.js', 'fastify.js', 'hono.js', 'http.js', 'index.js', 'koa.js', 'otel.js']);
-    // OpenTelemetry is imported by the otel entry alone, never by the chunks the others load.
-    const otelImporters = files.filter((f) => readFileSync(join(bundle, f), 'utf8').includes('"@opentelemetry/api"'));
-    expect(otelImporters).toEqual(['otel.js']);
+    // OpenTelemetry is required by the otel entry alone, which takes everything else from miniprof.js.
+    expect(requires['cjs/otel.js']).toEqual(['./miniprof.js', '@opentelemetry/api']);
+    expect(JSON.parse(readFileSync(join(bundle, 'cjs', 'package.json'), 'utf8'))).toEqual({ type: 'commonjs' });
+  });
+
+  test('one implementation per process: an app that loads miniprof by import and by require gets the same functions, and a profile opened through one is current through the other', () => {
+    const file = write(
+      'both.mjs',
+      `import { createRequire } from 'node:module';
+import * as imported from 'miniprof';
+import * as importedExpress from 'miniprof/express';
+const require = createRequire(import.meta.url);
+const required = require('miniprof');
+const requiredExpress = require('miniprof/express');
+const out = {
+  same: ['step', 'withProfile', 'currentProfile', 'instrument'].map((k) => imported[k] === required[k]),
+  express: [importedExpress.miniprof === requiredExpress.miniprof, importedExpress.default === requiredExpress.default],
+};
+const { profile } = await imported.withProfile('job', async () => {
+  out.seen = required.currentProfile() !== undefined;
+  await required.step('through require', async () => {});
+});
+out.steps = profile.toJSON().root.children.map((t) => t.name);
+// The modules Node loaded for both: each CommonJS file of the package once, and no other copy.
+const files = Object.keys(require.cache).filter((f) => f.includes('/dist/bundle/'));
+out.loaded = files.map((f) => f.slice(f.indexOf('/dist/bundle/') + 13)).sort();
+out.roots = [...new Set(files.map((f) => f.slice(0, f.indexOf('/dist/bundle/'))))].length;
+console.log(JSON.stringify(out));`,
+    );
+    const out = JSON.parse(ok(file));
+    expect(out.same).toEqual([true, true, true, true]);
+    expect(out.express).toEqual([true, true]);
+    expect(out.seen).toBe(true);
+    expect(out.steps).toEqual(['through require']);
+    expect(out.loaded).toEqual(['cjs/express.js', 'cjs/index.js', 'cjs/miniprof.js']);
+    // One copy: every file from the same package directory.
+    expect(out.roots).toBe(1);
   });
 
   test('npm publishes the bundles and the type declarations, not tsc\'s modules', () => {
@@ -151,50 +189,34 @@ console.log(JSON.stringify(out));`,
     const paths: string[] = JSON.parse(r.stdout)[0].files.map((f: { path: string }) => f.path);
     const js = paths.filter((p) => p.endsWith('.js'));
     expect(js.filter((p) => !p.startsWith('dist/bundle/'))).toEqual([]);
-    expect(js.filter((p) => !p.includes('/chunks/')).sort()).toEqual(ENTRY_FILES.slice().sort());
+    expect(js.sort()).toEqual([...ENTRY_FILES, ...ENTRY_FILES.map((f) => f.replace('bundle/', 'bundle/cjs/')), 'dist/bundle/cjs/miniprof.js'].sort());
+    expect(paths).toContain('dist/bundle/cjs/package.json');
     // Every declaration the three entries' types reach, and nothing of tsc's JavaScript.
     for (const d of ['dist/src/index.d.ts', 'dist/adapters/express.d.ts', 'dist/adapters/fastify.d.ts', 'dist/adapters/koa.d.ts', 'dist/adapters/hono.d.ts', 'dist/adapters/http.d.ts', 'dist/adapters/otel.d.ts', 'dist/src/http/config.d.ts', 'dist/src/http/fetch.d.ts', 'dist/src/core/profile.d.ts']) {
       expect(paths).toContain(d);
     }
   });
 
-  test('miniprof, miniprof/express and miniprof/fastify load no OpenTelemetry module; miniprof/otel loads @opentelemetry/api (a resolve hook lists every URL)', async () => {
-    write(
-      'list-hook.mjs',
-      `let port;
-export function initialize(data) { port = data.port; }
-export async function resolve(specifier, context, next) {
-  const r = await next(specifier, context);
-  port.postMessage(r.url);
-  return r;
-}`,
-    );
+  test('miniprof, miniprof/express and miniprof/fastify load no OpenTelemetry module; miniprof/otel loads @opentelemetry/api (Node\'s CommonJS cache lists every file)', async () => {
+    // The implementation is CommonJS (scripts/bundle.mjs), so what it loads is in require.cache,
+    // whether the app imported it or required it.
     write(
       'list.mjs',
-      `import { register } from 'node:module';
-import { MessageChannel } from 'node:worker_threads';
-const { port1, port2 } = new MessageChannel();
-const urls = [];
-port1.on('message', (u) => urls.push(u));
-register('./list-hook.mjs', import.meta.url, { data: { port: port2 }, transferList: [port2] });
-const settle = () => new Promise((r) => setTimeout(r, 200));
-const otel = (list) => list.filter((u) => u.includes('@opentelemetry')).map((u) => u.slice(u.lastIndexOf('node_modules/') + 13));
+      `import { createRequire } from 'node:module';
+const cache = createRequire(import.meta.url).cache;
+const otel = () => [...new Set(Object.keys(cache).filter((f) => f.includes('@opentelemetry')).map((f) => f.slice(f.lastIndexOf('node_modules/') + 13).split('/').slice(0, 2).join('/')))];
 const out = {};
 await import('miniprof');
 await import('miniprof/express');
 await import('miniprof/fastify');
-await settle();
-out.others = { urls: urls.filter((u) => u.includes('/dist/bundle/')).length > 0, otel: otel(urls) };
+out.others = { urls: Object.keys(cache).some((f) => f.includes('/dist/bundle/cjs/')), otel: otel() };
 await import('miniprof/otel');
-await settle();
-out.withOtel = otel(urls);
-port1.close();
+out.withOtel = otel();
 console.log(JSON.stringify(out));`,
     );
     const out = JSON.parse(ok(join(dir, 'list.mjs')));
     expect(out.others).toEqual({ urls: true, otel: [] });
-    // The package's entry file (its CommonJS build on Node 20), and no other OpenTelemetry package.
-    expect(out.withOtel.map((u: string) => u.split('/').slice(0, 2).join('/'))).toEqual(['@opentelemetry/api']);
+    expect(out.withOtel).toEqual(['@opentelemetry/api']);
   });
 
   test('miniprof/otel from plain node, by import and by require: a span started in a profile joins it', () => {
@@ -232,6 +254,27 @@ const core = require('miniprof');
 const api = require('@opentelemetry/api');
 const sdk = require('@opentelemetry/sdk-trace-node');`) + '\nrun();');
     expect(JSON.parse(ok(cjs))).toEqual(expected);
+  });
+
+  test('issue 58: under NODE_DEBUG=miniprof a page above htmlComment.maxBytes, and one the scan cannot follow, each say why they got no comment', () => {
+    const file = write('page-bound.mjs', `import http from 'node:http';
+import { miniprof } from 'miniprof/http';
+const pages = { '/big': '<body>' + 'x'.repeat(2000) + '</body>', '/svg': '<body><svg><div></body>' };
+const mw = miniprof({ isDeveloper: () => true, htmlComment: { maxBytes: 1000 }, results: false });
+const server = http.createServer((req, res) => mw(req, res, () => { res.setHeader('content-type', 'text/html'); res.end(pages[req.url]); }));
+server.listen(0, '127.0.0.1', async () => {
+  for (const path of Object.keys(pages)) {
+    const body = await (await fetch('http://127.0.0.1:' + server.address().port + path)).text();
+    console.log(path, body === pages[path]);
+  }
+  server.close();
+});
+`);
+    const r = spawnSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 30_000, env: { ...process.env, NODE_DEBUG: 'miniprof' } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('/big true\n/svg true\n');
+    expect(r.stderr).toMatch(/MINIPROF \d+: no comment: the page is 2013 bytes, above htmlComment\.maxBytes \(1000\)\n/);
+    expect(r.stderr).toMatch(/MINIPROF \d+: no comment: a <div> inside <svg>\n/);
   });
 
   test('internals are not reachable: only the entries and package.json are exported', () => {

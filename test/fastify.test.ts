@@ -227,7 +227,7 @@ describe('who is a developer (A1, A2)', () => {
       const got = await app.inject({ url: '/' });
       expect(got.statusCode).toBe(200);
       if (profiled) {
-        expect(got.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+        expect(got.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, (?:miniprof-self;dur=\d+\.\d, )?total;dur=\d+\.\d$/);
         expect(got.headers['cache-control']).toBe('private, no-store');
         oneCommentMore(got.rawPayload, want.rawPayload);
         expect(inHandler).toBeDefined();
@@ -715,6 +715,32 @@ describe('developer output', () => {
     expect(header(r, 'x-bad')).toBeUndefined();
   });
 
+  it("C4: a valid header and then an invalid one: the developer's 500 carries the app's headers exactly as everyone else's (not the valid one)", async () => {
+    const routes = (a: FastifyInstance) => {
+      a.get('/bad', async (_req, reply) => reply.header('x-ok', 'valid').header('x-bad', 'a\u0000b').type('text/html').send(HTML));
+      // A header the app set on the raw response first: Node then leaves the valid one for everyone.
+      a.get('/raw-first', async (_req, reply) => {
+        reply.raw.setHeader('x-raw', 'first');
+        return reply.header('x-ok', 'valid').header('x-bad', 'a\u0000b').type('text/html').send(HTML);
+      });
+    };
+    const port = await listen(await build(byHeader, routes));
+    const ours = new Set(['date', 'cache-control', 'vary', 'server-timing', 'x-miniprof-id', 'link']);
+    const appOnly = (r: Parsed) => r.lines.filter((l) => !ours.has(l.slice(0, l.indexOf(':')).toLowerCase()));
+    for (const [path, left] of [['/bad', []], ['/raw-first', ['x-raw: first', 'x-ok: valid']]] as const) {
+      const other = parse(await rawGet(port, path));
+      const mine = parse(await rawGet(port, path, dev));
+      expect([other.status, mine.status]).toEqual([500, 500]);
+      expect(mine.body.toString()).toBe(other.body.toString());
+      expect(appOnly(mine), path).toEqual(appOnly(other));
+      for (const line of left) expect(other.lines, path).toContain(line);
+      if (left.length === 0) expect(other.headers.has('x-ok')).toBe(false);
+      // Still a developer's: not cacheable, and timed.
+      expect(header(mine, 'cache-control')).toBe('private, no-store');
+      expect(header(mine, 'server-timing')).toMatch(/total;dur=/);
+    }
+  });
+
   it('A6: cache headers: private, no-store and no ETag; a developer\'s conditional GET gets a fresh 200, not a 304', async () => {
     const app = await build(byHeader, matrixRoutes);
     const port = await listen(app);
@@ -762,7 +788,7 @@ describe('developer output', () => {
     expect(hints.interim.map((i) => [i.status, header(i, 'link')])).toEqual([[103, '</style.css>; rel=preload; as=style']]);
     expect(hints.interim[0]!.headers.has('server-timing')).toBe(false);
     expect(hints.status).toBe(200);
-    expect(header(hints, 'server-timing')).toMatch(/^after_hints;dur=\d+\.\d;desc="after hints", total;dur=/);
+    expect(header(hints, 'server-timing')).toMatch(/^after_hints;dur=\d+\.\d;desc="after hints", (?:miniprof-self;dur=\d+\.\d, )?total;dur=/);
     expect(hints.body.toString()).toMatch(/<!--\n[\s\S]*> after hints = [\s\S]*--><\/body>/);
     expect(reported).toEqual([]);
   });
@@ -827,7 +853,7 @@ describe('developer output', () => {
       const st = header(r, 'server-timing')!;
       expect(Buffer.byteLength(st)).toBeLessThanOrEqual(max);
       expect(Buffer.byteLength(st)).toBeGreaterThan(max - 120);
-      expect(st).toMatch(/, more;desc="\d+ more", total;dur=\d+\.\d$/);
+      expect(st).toMatch(/, more;desc="\d+ more", (?:miniprof-self;dur=\d+\.\d, )?total;dur=\d+\.\d$/);
       for (const metric of st.split(', ')) expect(metric).toMatch(/^[A-Za-z0-9_-]+;(dur=\d+\.\d(;desc="[^"]*")?|desc="\d+ more")$/);
     }
   });
@@ -1162,7 +1188,7 @@ describe('lifecycle: streams, aborts, compression, encapsulation, errors', () =>
       const r = parse(await rawGet(port, `/${kind}`));
       expect(r.status, kind).toBe(500);
       expect(received.at(-1)).toBe(thrown.at(-1));
-      expect(r.body.toString()).toMatch(new RegExp(`^<html><body><h1>Sorry</h1><!--\\n[\\s\\S]*> ${stepName} = \\d+\\.\\dms \\(error\\)\\n-->\\n?</body></html>$`));
+      expect(r.body.toString()).toMatch(new RegExp(`^<html><body><h1>Sorry</h1><!--\\n[\\s\\S]*> ${stepName} = \\d+\\.\\dms \\(error\\)\\n(?:miniprof's own time: \\d+\\.\\dms \\(not in the times above\\)\\n)?-->\\n?</body></html>$`));
       expect(header(r, 'server-timing')).toMatch(/total;dur=/);
       await until(() => profile!.sealed, 'seal');
       expect(profile!.toJSON().root.children.map((c) => [c.name, c.error])).toEqual([[stepName, true]]);
@@ -1269,7 +1295,7 @@ describe('async context (D1, D2, D5)', () => {
     expect(new Set(chunks)).toEqual(new Set(['C:chunk']));
     for (const id of ['J', 'L', 'C', 'W']) expect([...sameEverywhere.get(id)!]).toEqual([profiles.get(id)]);
     // The header was rendered when the payload was handed over: onSend's step is in the JSON only.
-    expect(header(rj, 'server-timing')).toMatch(/^J_preParsing;dur=.*J_handler;dur=[^,]*, total;dur=/);
+    expect(header(rj, 'server-timing')).toMatch(/^J_preParsing;dur=.*J_handler;dur=[^,]*, (?:miniprof-self;dur=\d+\.\d, )?total;dur=/);
   });
 
   it('D5: 200 concurrent real-socket requests (1 in 4 not from a developer) with random awaits, nested and Promise.all steps: every tree holds only its own names', async () => {
@@ -1351,7 +1377,7 @@ describe('async context (D1, D2, D5)', () => {
       expect(outer.children[0]!.children.map((c) => c.name)).toEqual([`${id}:a1`]);
       // Every step metric is this request's. `event-loop` is miniprof's own, there when a loaded
       // machine stalled the loop past blockingMs while this request was open (it failed CI once).
-      const steps = st.split(', ').slice(0, -1).filter((m) => !m.startsWith('event-loop;'));
+      const steps = st.split(', ').slice(0, -1).filter((m) => !m.startsWith('event-loop;') && !m.startsWith('miniprof-self;'));
       expect(steps.length).toBeGreaterThanOrEqual(2);
       for (const metric of steps) expect(metric.startsWith(`${id}_`), `${id}: ${st}`).toBe(true);
     }
@@ -1386,7 +1412,7 @@ describe('async context (D1, D2, D5)', () => {
         req.end(post ? JSON.stringify({ i }) : undefined);
       });
       expect(JSON.parse(r.body)).toEqual(post ? { profiled: true, body: { i } } : { profiled: true });
-      expect(r.st).toMatch(/^work;dur=\d+\.\d, miniprof;desc="[\da-f-]{36}", total;dur=/);
+      expect(r.st).toMatch(/^work;dur=\d+\.\d, (?:miniprof-self;dur=\d+\.\d, )?miniprof;desc="[\da-f-]{36}", total;dur=/);
     }
     agent.destroy();
     expect(sockets.size).toBe(1);
@@ -1410,7 +1436,7 @@ describe('async context (D1, D2, D5)', () => {
     const port = await listen(app);
     const req = (n: number, last = false) => `GET /p/${n} HTTP/1.1\r\nHost: x\r\n${last ? 'Connection: close\r\n' : ''}\r\n`;
     const raw = (await rawExchange(port, req(0) + req(1) + req(2, true))).toString('latin1');
-    const heads = [...raw.matchAll(/server-timing: ([^\r]*)/gi)].map((m) => m[1]!.replace(/dur=[\d.]+/g, 'dur=X'));
+    const heads = [...raw.matchAll(/server-timing: ([^\r]*)/gi)].map((m) => m[1]!.replace(/miniprof-self;dur=[\d.]+, /, '').replace(/dur=[\d.]+/g, 'dur=X'));
     const ids = [...raw.matchAll(/x-miniprof-id: ([^\r]*)/gi)].map((m) => m[1]);
     expect(new Set(ids).size).toBe(3);
     expect(heads).toEqual([0, 1, 2].map((n) => `pipelined_${n};dur=X;desc="pipelined ${n}", miniprof;desc="${ids[n]}", total;dur=X`));
@@ -1521,7 +1547,7 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
     expect(plain.headers['x-miniprof-id']).toBeUndefined();
     const r = await h2get(url, '/page', dev);
     expect(r.headers[':status']).toBe(200);
-    expect(r.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+    expect(r.headers['server-timing']).toMatch(/^work;dur=\d+\.\d, (?:miniprof-self;dur=\d+\.\d, )?total;dur=\d+\.\d$/);
     expect(r.headers['cache-control']).toBe('private, no-store');
     expect(oneCommentMore(Buffer.from(r.body), Buffer.from(HTML))).toMatch(/^<!--\n/);
     const id = r.headers['x-miniprof-id'] as string;
@@ -1577,7 +1603,7 @@ describe('HTTP/2 (Fastify `http2: true`: cleartext, and TLS with HTTP/1.1 allowe
       [r2.headers, Buffer.from(r2.body)],
       [r1.res.headers, r1.body],
     ] as const) {
-      expect(headers['server-timing']).toMatch(/^work;dur=\d+\.\d, total;dur=\d+\.\d$/);
+      expect(headers['server-timing']).toMatch(/^work;dur=\d+\.\d, (?:miniprof-self;dur=\d+\.\d, )?total;dur=\d+\.\d$/);
       expect(headers['cache-control']).toBe('private, no-store');
       expect(oneCommentMore(body, Buffer.from(HTML))).toMatch(/^<!--\n/);
     }

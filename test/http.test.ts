@@ -36,6 +36,32 @@ describe('miniprof/http', () => {
     expect(() => wrap(page, { htmlComment: 'yes' } as never)).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_OPTION' }));
   });
 
+  it("C4: writeHead with a valid header and then an invalid one, caught by the app: the developer's error page carries the app's headers exactly as everyone else's", async () => {
+    const listener = (req: http.IncomingMessage, res: http.ServerResponse) => {
+      try {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-ok': 'valid', 'x-bad': 'a\u0000b' });
+      } catch (err) {
+        res.statusCode = 500;
+        res.end(`failed: ${(err as { code?: string }).code}`);
+        return;
+      }
+      res.end('<html><body>hi</body></html>');
+    };
+    const isDeveloper = (req: http.IncomingMessage) => req.headers['x-dev'] === '1';
+    const port = await serve(wrap(listener, { ...fixed, isDeveloper }));
+    const other = await raw(port, { path: '/' });
+    const mine = await raw(port, { path: '/', headers: { 'x-dev': '1' } });
+    expect([other.status, mine.status]).toEqual([500, 500]);
+    expect(mine.payload.toString()).toBe('failed: ERR_INVALID_CHAR');
+    expect(other.payload.toString()).toBe('failed: ERR_INVALID_CHAR');
+    const ours = new Set(['date', 'cache-control', 'vary', 'server-timing', 'x-miniprof-id', 'link']);
+    const appOnly = (r: typeof mine) => Object.entries(r.headers).filter(([name]) => !ours.has(name));
+    expect(appOnly(mine)).toEqual(appOnly(other));
+    expect(other.headers['x-ok']).toBeUndefined();
+    expect(mine.headers['server-timing']).toEqual(['total;dur=0.0']);
+    expect(mine.headers['cache-control']).toEqual(['private, no-store']);
+  });
+
   it('connect: on the app and again on a sub-app mounted at /admin: one profile, the full path, one comment', async () => {
     let profiles = 0;
     const sub = connect();

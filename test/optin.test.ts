@@ -103,6 +103,13 @@ function cookieOf(r: RawResponse): string {
   return c!.slice(0, c!.indexOf(';'));
 }
 
+/** Profiled for this cookie alone, at an instance reached under the name `host` (as behind a load balancer). */
+async function admitsAt(port: number, cookie: string, host: string): Promise<boolean> {
+  const r = await withHost(port, 'GET', '/page', { Host: host, cookie });
+  expect(r.status).toBe(200);
+  return r.headers['x-miniprof-id'] !== undefined;
+}
+
 /** Profiled for this cookie alone (isDeveloper says no without x-dev). */
 async function admits(port: number, cookie: string): Promise<boolean> {
   const r = await raw(port, { path: '/page', headers: { cookie } });
@@ -110,7 +117,7 @@ async function admits(port: number, cookie: string): Promise<boolean> {
   return r.headers['x-miniprof-id'] !== undefined;
 }
 
-const COOKIE_ATTRS = /^__Host-miniprof=v2\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/;
+const COOKIE_ATTRS = /^__Host-miniprof=v3\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/;
 
 describe.each(['express', 'fastify'] as const)('%s', (kind) => {
   it('F5: opt-in is a POST from this origin; the cookie is __Host-, Secure, HttpOnly, SameSite=Strict, Path=/ on loopback hosts, over HTTPS and with optInSecure', async () => {
@@ -126,7 +133,7 @@ describe.each(['express', 'fastify'] as const)('%s', (kind) => {
     expect(proxied.headers['set-cookie']![0]).toMatch(COOKIE_ATTRS);
     // Plain HTTP on a public name: the browser would refuse Secure, so the plain name (documented).
     const plain = await withHost(port, 'POST', '/_miniprof/opt-in', { Host: 'app.example.test', Origin: 'http://app.example.test', 'x-dev': '1' });
-    expect(plain.headers['set-cookie']![0]).toMatch(/^miniprof=v2\.[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/);
+    expect(plain.headers['set-cookie']![0]).toMatch(/^miniprof=v3\.[^;]+; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict$/);
     // optInSecure: TLS ends at a proxy that does not say so.
     const forced = await app(kind, newStore('memory'), { optInSecure: true });
     const f = await withHost(forced, 'POST', '/_miniprof/opt-in', { Host: 'app.example.test', Origin: 'https://app.example.test', 'x-dev': '1' });
@@ -184,6 +191,18 @@ describe.each(['express', 'fastify'] as const)('%s', (kind) => {
     expect(await admits(port, `__Host-miniprof=${signOptIn(Buffer.from(SECRET), Date.now(), 3_600_000).value}`)).toBe(false);
   });
 
+  it.each(['memory', 'redis'] as const)('F5: a cookie minted for another port of the same host (same secret, same %s store) admits nothing here, and ours nothing there', async (storeKind) => {
+    const store = newStore(storeKind);
+    const here = await app(kind, store);
+    const other = await app(kind, store);
+    const theirs = cookieOf(await optIn(other));
+    const ours = cookieOf(await optIn(here));
+    expect(await admits(other, theirs)).toBe(true);
+    expect(await admits(here, ours)).toBe(true);
+    expect(await admits(here, theirs)).toBe(false);
+    expect(await admits(other, ours)).toBe(false);
+  });
+
   it.each(['memory', 'redis'] as const)('F5: opt-out revokes the token in the %s store: the old cookie admits nothing after', async (storeKind) => {
     const store = newStore(storeKind);
     const port = await app(kind, store);
@@ -195,18 +214,23 @@ describe.each(['express', 'fastify'] as const)('%s', (kind) => {
     expect(out.headers['set-cookie']).toEqual(['__Host-miniprof=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure']);
     // The holder kept a copy: it is dead anyway, here and on every instance sharing the store.
     expect(await admits(port, a)).toBe(false);
-    expect(await admits(await app(kind, store), a)).toBe(false);
     expect(await admits(port, b)).toBe(true);
+    const instance = await app(kind, store);
+    expect(await admitsAt(instance, a, `127.0.0.1:${port}`)).toBe(false);
+    expect(await admitsAt(instance, b, `127.0.0.1:${port}`)).toBe(true);
   });
 
   it.each(['memory', 'redis'] as const)('F5: optInGeneration voids every opt-in at once (%s store)', async (storeKind) => {
     const store = newStore(storeKind);
-    const cookie = cookieOf(await optIn(await app(kind, store)));
-    expect(await admits(await app(kind, store), cookie)).toBe(true);
+    const first = await app(kind, store);
+    const cookie = cookieOf(await optIn(first));
+    // Instances behind one name (a load balancer): the Host the cookie was minted for.
+    const host = `127.0.0.1:${first}`;
+    expect(await admitsAt(await app(kind, store), cookie, host)).toBe(true);
     const next = await app(kind, store, { optInGeneration: 1 });
-    expect(await admits(next, cookie)).toBe(false);
+    expect(await admitsAt(next, cookie, host)).toBe(false);
     const fresh = cookieOf(await optIn(next));
-    expect(fresh).toMatch(/^__Host-miniprof=v2\.[0-9a-f-]{36}\.\d+\.1\./);
+    expect(fresh).toMatch(/^__Host-miniprof=v3\.[0-9a-f-]{36}\.\d+\.1\./);
     expect(await admits(next, fresh)).toBe(true);
   });
 
@@ -281,6 +305,32 @@ describe('F5 in Chromium', () => {
     const after = await page.goto(`http://localhost:${port}/page`);
     expect(after!.headers()['x-miniprof-id']).toBeUndefined();
     await page.close();
+  });
+  it('F5: cookies are not port-scoped: the cookie an app on another port of localhost set reaches this one, and admits nothing here', async () => {
+    await ctx.clearCookies();
+    // Two apps of one developer on one host, sharing the secret and the store (a copied .env, one Redis).
+    const store = memoryStore();
+    const make = async () => {
+      const a = express();
+      a.use(expressMiniprof({ isDeveloper: (req) => (req.originalUrl ?? '').startsWith('/_miniprof/opt-'), secret: SECRET, results: { store }, onInternalError: (e) => faults.push(e) }));
+      a.get('/page', (_req, res) => void res.type('html').send(PAGE));
+      return serve(a as unknown as http.RequestListener);
+    };
+    const here = await make();
+    const other = await make();
+    const page = await ctx.newPage();
+    await page.goto(`http://localhost:${other}/_miniprof/opt-in`);
+    await Promise.all([page.waitForURL(`http://localhost:${other}/_miniprof/`), page.click('button')]);
+    // The platform: Chromium sends the other port's __Host- cookie to this port too.
+    expect((await ctx.cookies(`http://localhost:${here}/`)).map((c) => c.name)).toEqual(['__Host-miniprof']);
+    expect((await page.goto(`http://localhost:${other}/page`))!.headers()['x-miniprof-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const sent: string[] = [];
+    page.on('request', (r) => void r.headerValue('cookie').then((c) => c !== null && sent.push(c)));
+    const planted = await page.goto(`http://localhost:${here}/page`);
+    expect(sent.some((c) => c.startsWith('__Host-miniprof=')), 'the cookie was sent here').toBe(true);
+    expect(planted!.headers()['x-miniprof-id'], 'bound to the other port: not admitted here').toBeUndefined();
+    await page.close();
+    await ctx.clearCookies();
   });
 });
 

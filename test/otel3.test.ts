@@ -75,7 +75,7 @@ interface Output {
 
 const SERVER = 1;
 const PAGE = '<!doctype html><html><body><p>ada grace edsger ada true</p></body></html>';
-const N1 = 'select name from users where id = $1 /* params: ? */';
+const N1 = 'select name from users where id = $1';
 
 let postgres: PostgresServer | undefined;
 let redis: RedisServer | undefined;
@@ -168,15 +168,15 @@ describe('miniprof/otel with OpenTelemetry SDK 3 (NodeSDK, api 1.10) as an app i
     const inner = `${out.base}/inner`;
     expect(shape(profile.root)).toEqual({
       name: 'GET /page',
-      custom: ['[redis] GET user:? traced', '[sql] select name from no_such_table traced error'],
+      custom: ['[redis] GET user:? traced', '[connect] pg-pool.connect traced', '[sql] select name from no_such_table traced error'],
       children: [
         {
           name: 'load users',
-          custom: [`[sql] ${N1} traced similar#1`, `[sql] ${N1} traced similar#1`, `[sql] ${N1} traced similar#1`],
-          // A pool checkout is a step, not a command (it stays out of the N+1 count).
-          children: ['pg-pool.connect', 'pg-pool.connect', 'pg-pool.connect'].map((name) => ({ name, traced: true, custom: [], children: [] })),
+          // A pool checkout is plumbing: its own category, never similar (it stays out of the
+          // N+1 count), each before the query it served (issue 59 item 7).
+          custom: [1, 2, 3].flatMap(() => ['[connect] pg-pool.connect traced', `[sql] ${N1} traced similar#1`]),
+          children: [],
         },
-        { name: 'pg-pool.connect', traced: true, custom: [], children: [] },
         {
           name: 'resolve',
           custom: [],
@@ -208,26 +208,22 @@ describe('miniprof/otel with OpenTelemetry SDK 3 (NodeSDK, api 1.10) as an app i
       'Path: GET /page',
       ' GET /page = Nms',
       '> [redis] GET user:? = Nms',
+      '> [connect] pg-pool.connect = Nms',
       '> [sql] select name from no_such_table = Nms (error)',
-      '> load users = Nms',
-      `>> [sql] ${N1} = Nms (similar #1)`,
-      `>> [sql] ${N1} = Nms (similar #1)`,
-      `>> [sql] ${N1} = Nms (similar #1)`,
-      '>> pg-pool.connect = Nms',
-      '>> pg-pool.connect = Nms',
-      '>> pg-pool.connect = Nms',
-      '> pg-pool.connect = Nms',
+      `> load users = Nms (N+1: 3 × ${N1})`,
+      ...[1, 2, 3].flatMap(() => ['>> [connect] pg-pool.connect = Nms', `>> [sql] ${N1} = Nms (similar #1)`]),
       '> resolve = Nms',
       '>> resolver = Nms',
       `>>> [http] GET ${out.base}/inner = Nms`,
       '[redis] 1 x Nms summed, Nms wall',
+      '[connect] 4 x Nms summed, Nms wall',
       '[sql] 4 x Nms summed, Nms wall, 3 similar',
       '[http] 1 x Nms summed, Nms wall',
       `#1 [sql] 3 x Nms similar: ${N1}`,
       '-->',
     ]);
     expect(ms(dev.serverTiming!).replace(/dur=\d+(\.\d+)?/g, 'dur=N')).toBe(
-      `load_users;dur=N;desc="load users", pg-pool.connect;dur=N, resolve;dur=N, redis;dur=N;desc="redis (1 x Nms summed)", sql;dur=N;desc="sql (4 x Nms summed)", http;dur=N;desc="http (1 x Nms summed)", miniprof;desc="${profile.id}", total;dur=N`,
+      `load_users;dur=N;desc="load users (N+1: 3 x sql)", resolve;dur=N, redis;dur=N;desc="redis (1 x Nms summed)", sql;dur=N;desc="sql (4 x Nms summed)", http;dur=N;desc="http (1 x Nms summed)", miniprof;desc="${profile.id}", total;dur=N`,
     );
   });
 

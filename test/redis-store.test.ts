@@ -120,7 +120,8 @@ describe('C11: the Redis server goes away in the middle of a developer request',
         const page = await fetch(`${base}/_miniprof/`);
         expect(page.status).toBe(503);
         expect(page.headers.get('cache-control')).toBe('private, no-store');
-        expect(faults.map(String)).toHaveLength(2);
+        // The save timed out and opened the store's breaker: the list is skipped, not reported again.
+        expect(faults.map(String)).toEqual([expect.stringMatching(/^Error: miniprof redis store: EVAL took longer than 300 ms; the store is skipped/)]);
       } finally {
         await new Promise((r) => http.close(r));
       }

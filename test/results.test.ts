@@ -59,8 +59,8 @@ const isDeveloper = (req: { headers: http.IncomingHttpHeaders }) => req.headers[
 
 async function page(): Promise<string> {
   await step('load <user> & "friends"', async () => {
-    await timing('sql', 'select * from users where id = ?', async () => {});
-    await timing('sql', 'select * from users where id = ?', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
+    await timing('sql', 'select * from users where id = 42', async () => {});
   });
   return '<!doctype html><html><body><p>hi</p></body></html>';
 }
@@ -251,25 +251,32 @@ for (const kind of ['express', 'fastify'] as const) {
       } as const;
       const bare = await app(kind, null);
       const secret = Buffer.from(SECRET);
-      // Minted as the opt-in route does: signed, and its token kept by the store (F5).
-      const minted = signOptIn(secret, Date.now(), 3_600_000);
-      await store.addOptIn!('peer:127.0.0.1', minted.optIn.token, minted.optIn.expires * 1000);
-      const expired = signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000);
-      await store.addOptIn!('peer:127.0.0.1', expired.optIn.token, Date.now() + 3_600_000);
-      const valid = `__Host-miniprof=${minted.value}`;
-      const cookies = {
-        absent: undefined,
-        valid,
-        forged: `__Host-miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000).value}`,
-        expired: `__Host-miniprof=${expired.value}`,
-        tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
-        garbage: '__Host-miniprof=v2.not-a-token.1.0.x; other=1',
-        unminted: `__Host-miniprof=${signOptIn(secret, Date.now(), 3_600_000).value}`,
-        planted: `miniprof=${minted.value}`,
-      } as const;
+      /** Each cookie, for the app on `port` (an opt-in is bound to the Host it was minted for). */
+      const cookiesFor = async (port: number) => {
+        const origin = `127.0.0.1:${port}`;
+        // Minted as the opt-in route does: signed, and its token kept by the store (F5).
+        const minted = signOptIn(secret, Date.now(), 3_600_000, 0, origin);
+        await store.addOptIn!('peer:127.0.0.1', minted.optIn.token, minted.optIn.expires * 1000);
+        const expired = signOptIn(secret, Date.now() - 9 * 3_600_000, 8 * 3_600_000, 0, origin);
+        await store.addOptIn!('peer:127.0.0.1', expired.optIn.token, Date.now() + 3_600_000);
+        const elsewhere = signOptIn(secret, Date.now(), 3_600_000, 0, '127.0.0.1:1');
+        await store.addOptIn!('peer:127.0.0.1', elsewhere.optIn.token, elsewhere.optIn.expires * 1000);
+        const valid = `__Host-miniprof=${minted.value}`;
+        return {
+          absent: undefined,
+          valid,
+          forged: `__Host-miniprof=${signOptIn(Buffer.from('another secret, also long enough, 0123456789'), Date.now(), 3_600_000, 0, origin).value}`,
+          expired: `__Host-miniprof=${expired.value}`,
+          tampered: valid.replace(/\.(\d+)\./, (_m, n: string) => `.${Number(n) + 1000}.`),
+          garbage: '__Host-miniprof=v3.not-a-token.1.0.x; other=1',
+          unminted: `__Host-miniprof=${signOptIn(secret, Date.now(), 3_600_000, 0, origin).value}`,
+          planted: `miniprof=${minted.value}`,
+          anotherPort: `__Host-miniprof=${elsewhere.value}`,
+        } as const;
+      };
       for (const [a, fn] of Object.entries(answers)) {
         const port = await app(kind, { isDeveloper: fn, secret: SECRET, onInternalError: (e: unknown) => faults.push(e), results: { store } } as never);
-        for (const [c, cookie] of Object.entries(cookies)) {
+        for (const [c, cookie] of Object.entries(await cookiesFor(port))) {
           const admitted = a === 'yes' || a === 'slowYes' || c === 'valid';
           const headers: Record<string, string> = cookie === undefined ? {} : { cookie };
           const r = await raw(port, { path: '/page', headers });
@@ -296,7 +303,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const optIn = await raw(port, optInReq(port));
       expect(optIn.status).toBe(303);
       expect(optIn.headers.location).toEqual(['/_miniprof/']);
-      expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=v2\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
+      expect(optIn.headers['set-cookie']![0]).toMatch(/^__Host-miniprof=v3\.[0-9a-f-]{36}\.\d+\.0\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
       const a = cookieOf(optIn);
       const b = cookieOf(await raw(port, optInReq(port)));
       expect(a).not.toBe(b);
@@ -404,7 +411,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const { port, bare } = await both({ isDeveloper, secret: SECRET, results: { store } } as never);
       const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
       await waitFor(() => store.saved.includes(id));
-      const paths = ['/_miniprof', '/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, '/_miniprof/miniprof.css', '/_miniprof/opt-in', '/_miniprof/opt-out', '/_miniprof/?pp=env', `/_miniprof/${id}?x=1`];
+      const paths = ['/_miniprof', '/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, `/_miniprof/${id}.txt`, '/_miniprof/miniprof.css', '/_miniprof/opt-in', '/_miniprof/opt-out', '/_miniprof/?pp=env', `/_miniprof/${id}?x=1`];
       for (const path of paths) {
         for (const req of [{ method: 'GET' }, { method: 'HEAD' }, { method: 'POST', body: 'a=1' }, { method: 'GET', headers: { cookie: 'miniprof=v1.x.1.y' } }] as RawRequest[]) {
           const r = await raw(port, { path, ...req });
@@ -418,7 +425,7 @@ for (const kind of ['express', 'fastify'] as const) {
       const { port, bare } = await both({ isDeveloper, results: { store } });
       const id = (await raw(port, { path: '/page', headers: { 'x-dev': '1' } })).headers['x-miniprof-id']![0]!;
       await waitFor(() => store.saved.includes(id));
-      for (const path of ['/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`]) {
+      for (const path of ['/_miniprof/', `/_miniprof/${id}`, `/_miniprof/${id}.json`, `/_miniprof/${id}.txt`]) {
         for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
           const req: RawRequest = { method, path, headers: { 'x-dev': '1' }, body: method === 'OPTIONS' ? undefined : '{}' };
           const r = await raw(port, req);

@@ -22,6 +22,7 @@ const FILES: Record<string, string[]> = {
   postgresql: ['usr/lib/postgresql/17/bin/initdb', 'usr/lib/postgresql/17/bin/postgres'],
   nginx: ['usr/sbin/nginx'],
   chromium: ['usr/bin/chromium'],
+  'mariadb-server': ['usr/sbin/mariadbd'],
 };
 
 let dir = '';
@@ -93,7 +94,7 @@ describe('scripts/services.mjs', () => {
     const r = run({ isRoot: true, aptGet: fakeAptGet('exit 0') });
     expect(r).toEqual({
       code: 0,
-      out: [`services: redis-server ${root}/usr/bin/redis-server, PostgreSQL ${root}/usr/lib/postgresql/17/bin, nginx ${root}/usr/sbin/nginx, Chromium ${root}/usr/bin/chromium`],
+      out: [`services: redis-server ${root}/usr/bin/redis-server, PostgreSQL ${root}/usr/lib/postgresql/17/bin, nginx ${root}/usr/sbin/nginx, Chromium ${root}/usr/bin/chromium, MariaDB ${root}/usr/sbin/mariadbd`],
       err: [],
     });
     expect(aptCalls()).toEqual([]);
@@ -102,12 +103,13 @@ describe('scripts/services.mjs', () => {
   test('root: the missing ones are installed with one apt-get update and one non-interactive, quiet install', () => {
     install('redis-server');
     install('postgresql');
+    install('mariadb-server');
     const r = run({ isRoot: true, aptGet: fakeAptGet('[ "$1" = install ] && shift && install_all "$@"; exit 0') });
     expect(r.code).toBe(0);
     expect(r.err).toEqual([]);
     expect(r.out).toEqual([
       'services: installing nginx chromium with apt-get (missing: nginx, Chromium)',
-      `services: redis-server ${root}/usr/bin/redis-server, PostgreSQL ${root}/usr/lib/postgresql/17/bin, nginx ${root}/usr/sbin/nginx, Chromium ${root}/usr/bin/chromium`,
+      `services: redis-server ${root}/usr/bin/redis-server, PostgreSQL ${root}/usr/lib/postgresql/17/bin, nginx ${root}/usr/sbin/nginx, Chromium ${root}/usr/bin/chromium, MariaDB ${root}/usr/sbin/mariadbd`,
     ]);
     expect(aptCalls()).toEqual([
       'DEBIAN_FRONTEND=noninteractive update -qq -o DPkg::Lock::Timeout=300',
@@ -117,6 +119,7 @@ describe('scripts/services.mjs', () => {
 
   test('root, apt-get fails: its last lines, then one line per missing service with the command that installs it; exit 1', () => {
     install('redis-server');
+    install('mariadb-server');
     const r = run({ isRoot: true, aptGet: fakeAptGet('[ "$1" = install ] && echo "E: Unable to locate package nginx" >&2 && exit 100; exit 0') });
     expect(r.code).toBe(1);
     expect(r.err).toEqual([
@@ -132,7 +135,7 @@ describe('scripts/services.mjs', () => {
   });
 
   test('root, apt-get update fails (one unreachable source) but the install works: exit 0', () => {
-    for (const pkg of ['redis-server', 'postgresql', 'chromium']) install(pkg);
+    for (const pkg of ['redis-server', 'postgresql', 'chromium', 'mariadb-server']) install(pkg);
     const r = run({ isRoot: true, aptGet: fakeAptGet('[ "$1" = update ] && exit 100; shift; install_all "$@"; exit 0') });
     expect(r.code).toBe(0);
     expect(r.err).toEqual([]);
@@ -140,7 +143,7 @@ describe('scripts/services.mjs', () => {
   });
 
   test('root, apt-get succeeds but a service is still not there: reported as missing', () => {
-    for (const pkg of ['redis-server', 'postgresql', 'nginx']) install(pkg);
+    for (const pkg of ['redis-server', 'postgresql', 'nginx', 'mariadb-server']) install(pkg);
     const r = run({ isRoot: true, aptGet: fakeAptGet('exit 0') });
     expect(r.code).toBe(1);
     expect(r.err).toEqual([
@@ -152,6 +155,7 @@ describe('scripts/services.mjs', () => {
   test('not root: nothing is run; each missing service with the sudo command', () => {
     install('postgresql');
     install('chromium');
+    install('mariadb-server');
     const r = run({ isRoot: false, aptGet: fakeAptGet('exit 0') });
     expect(r).toEqual({
       code: 1,
@@ -170,6 +174,7 @@ describe('scripts/services.mjs', () => {
     install('redis-server');
     install('postgresql');
     install('chromium');
+    install('mariadb-server');
     const r = run({ isRoot: true, dryRun: true, aptGet: fakeAptGet('exit 0') });
     expect(r.code).toBe(0);
     expect(r.out).toEqual([
@@ -183,6 +188,7 @@ describe('scripts/services.mjs', () => {
   test('as `npm test` runs it (plain node, no stdin): a failed install exits 1 before any test, with the commands', () => {
     install('redis-server');
     install('postgresql');
+    install('mariadb-server');
     const env: NodeJS.ProcessEnv = { ...process.env, MINIPROF_SERVICES_ROOT: root, MINIPROF_SERVICES_APT_GET: fakeAptGet('exit 100') };
     delete env.MINIPROF_SERVICES_DRYRUN;
     const r = spawnSync(process.execPath, [SCRIPT], { env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
@@ -208,7 +214,7 @@ describe('vitest.config.ts: the lists `npm run test:quick` leaves out', () => {
   const text = (f: string): string => readFileSync(join(ROOT, f), 'utf8');
 
   test('every test file that starts a service or drives Chromium is in SERVICE_TESTS, and each listed file exists', () => {
-    const starts = /\b(startRedis|startPostgres|startNginx|redisServerPath|chromiumPath|postgresBinDir|nginxPath)\(|from 'playwright-core'/;
+    const starts = /\b(startRedis|startPostgres|startMariadb|startNginx|mariadbPath|redisServerPath|chromiumPath|postgresBinDir|nginxPath)\(|from 'playwright-core'/;
     expect(files.filter((f) => starts.test(text(f)) && !SERVICE_TESTS.includes(f))).toEqual([]);
     expect(SERVICE_TESTS.filter((f) => !files.includes(f))).toEqual([]);
     // The check can fail: the files known to start services are found by it.

@@ -417,8 +417,7 @@ describe('nesting under concurrency', () => {
           children: [{ name: 'b1', startMs: 10, durationMs: 2, children: [] }],
         },
       ],
-      // a and b overlapped: (3 + 12) / 20.
-      parallelism: 0.75,
+      // a and b overlapped, but (3 + 12) / 20 = 0.75 would say nothing: no parallelism.
     });
   });
 

@@ -1,5 +1,7 @@
+import type { CustomNode } from '../core/timing.js';
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
+import { isPlumbing } from './plumbing.js';
 import { unionMs } from './wall.js';
 
 export interface CustomAnalysis {
@@ -26,7 +28,8 @@ interface Group {
   durationMs: number;
   id: number;
   category: string;
-  shape: string;
+  /** The first member's masked command: what the group's rows show, and so what it shows. */
+  command: string;
 }
 
 /** Microsecond precision, as everywhere in the JSON. */
@@ -40,11 +43,21 @@ function us(ms: number): number {
  * is off. Returns undefined when the profile has no custom timings, so such JSON is unchanged.
  *
  * A duplicate is the same category, the same command and the same values: the raw command is
- * compared, and instrumentations append values sent apart from the text (pg's `$1`) to it before
- * this runs (src/instrument/record.ts withParams). A command cut at `maxCommandLength` may differ
- * from another only past the cut, so it is never called a duplicate; it can still be similar.
+ * compared, and so is the digest of the values sent apart from the text (pg's `$1`), which the
+ * instrumentations put on the node (src/instrument/values.ts), never into the command. A command
+ * with placeholders (`$1`, `?`, `:name`, `@p1`) and no digest ran with values nobody knows
+ * (OpenTelemetry's instrumentation-pg without `enhancedDatabaseReporting`): never a duplicate, as
+ * two of them may well differ. A command cut at `maxCommandLength` may differ from another only
+ * past the cut, so it is never called a duplicate either; both can still be similar. Plumbing (a
+ * pool checkout, see plumbing.ts) is neither. `nodes`: each custom timing's node, for its dialect
+ * (how its command is masked) and its values digest.
  */
-export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxCommandLength: number): CustomAnalysis | undefined {
+export function analyseCustom(
+  root: TimingJSON,
+  redactCommands: boolean,
+  maxCommandLength: number,
+  nodes: ReadonlyMap<CustomTimingJSON, CustomNode>,
+): CustomAnalysis | undefined {
   const all: CustomTimingJSON[] = [];
   const stack: TimingJSON[] = [root];
   while (stack.length > 0) {
@@ -55,25 +68,37 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
   if (all.length === 0) return undefined;
 
   const exact = new Map<string, number>();
-  // Per distinct raw command: its redacted text, computed once and used for both the shape and
-  // (unless redaction is off) the output.
+  const exactKeys: string[] = [];
+  // Per distinct category, dialect and raw command: its redacted text, computed once and used for
+  // both the shape and (unless redaction is off) the output.
   const masked = new Map<string, string>();
   const shapes = new Map<string, string>();
   const groups = new Map<string, Group>();
   const keys: string[] = [];
+  const maskKeys: string[] = [];
   for (const c of all) {
-    const key = `${c.category}\0${c.command}`;
-    exact.set(key, (exact.get(key) ?? 0) + 1);
-    let shape = shapes.get(c.command);
+    const node = nodes.get(c);
+    const mkey = `${c.category}\0${node?.dialect ?? ''}\0${c.command}`;
+    maskKeys.push(mkey);
+    let shape = shapes.get(mkey);
     if (shape === undefined) {
-      const m = redact(c.command);
-      masked.set(c.command, m);
-      shapes.set(c.command, (shape = shapeOf(m)));
+      const m = redact(c.command, c.category, node?.dialect);
+      masked.set(mkey, m);
+      shapes.set(mkey, (shape = shapeOf(m)));
     }
+    if (isPlumbing(c.category)) {
+      exactKeys.push('');
+      keys.push('');
+      continue;
+    }
+    const values = node?.values;
+    const key = values === undefined && PLACEHOLDER.test(c.command) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    exactKeys.push(key);
+    if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;
     keys.push(gkey);
     const g = groups.get(gkey);
-    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, shape });
+    if (g === undefined) groups.set(gkey, { count: 1, durationMs: c.durationMs, id: 0, category: c.category, command: masked.get(mkey)! });
     else {
       g.count++;
       g.durationMs += c.durationMs;
@@ -95,21 +120,22 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
     cat.count++;
     cat.durationMs += c.durationMs;
     spans.get(c.category)!.push(c.startMs, c.startMs + c.durationMs);
-    if (exact.get(`${c.category}\0${c.command}`)! > 1 && !wasCut(c.command, maxCommandLength)) {
+    const key = exactKeys[i]!;
+    if (key !== '' && exact.get(key)! > 1 && !wasCut(c.command, maxCommandLength)) {
       c.duplicate = true;
       cat.duplicate++;
     }
-    const g = groups.get(keys[i]!)!;
-    if (g.count > 1) {
+    const g = keys[i] === '' ? undefined : groups.get(keys[i]!)!;
+    if (g !== undefined && g.count > 1) {
       if (g.id === 0) {
         g.id = similar.length + 1;
-        similar.push({ id: g.id, category: g.category, command: g.shape, count: g.count, durationMs: us(g.durationMs) });
-        bound += ITEM_BOUND + 6 * (g.category.length + g.shape.length);
+        similar.push({ id: g.id, category: g.category, command: g.command, count: g.count, durationMs: us(g.durationMs) });
+        bound += ITEM_BOUND + 6 * (g.category.length + g.command.length);
       }
       c.similar = g.id;
       cat.similar++;
     }
-    if (redactCommands) c.command = masked.get(c.command)!;
+    if (redactCommands) c.command = masked.get(maskKeys[i]!)!;
     bound += ITEM_BOUND + 6 * (c.category.length + c.command.length);
   }
   const customSummary = [...cats.values()];
@@ -120,6 +146,12 @@ export function analyseCustom(root: TimingJSON, redactCommands: boolean, maxComm
   }
   return { customSummary, similar, bound };
 }
+
+/**
+ * A parameter placeholder: PostgreSQL's `$1`, `?` (mysql2, SQLite, ODBC), `:name` / `:1` (Oracle,
+ * SQLite), `@name` (SQL Server). `::int` is a cast, not a `:name`.
+ */
+const PLACEHOLDER = /\$\d|(?:^|[\s(,=<>])(?:\?(?=$|[\s),;])|(?<!:):(?!:)\w|@\w)/;
 
 /** Cut by toText (src/core/names.ts): `...` at the end, at the limit or one short of it (a pair). */
 function wasCut(command: string, max: number): boolean {

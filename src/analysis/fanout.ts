@@ -197,7 +197,8 @@ function customGroups(custom: CustomTimingJSON[]): Map<number, Pairs> {
 
 /**
  * Set `concurrency`, `serialized` and `fanOut` on every step (the root included) with a group of
- * at least three same-named children, or similar custom timings, that started together. Runs on
+ * at least three same-named children, or similar custom timings, that started together, and take
+ * its `parallelism` away: the group's verdict is the step's one verdict on concurrency. Runs on
  * the JSON at snapshot time (seal, freeze), never per step. `similar`: the profile's groups, for
  * the shared shape of custom timings. Returns at least the UTF-8 bytes it added (jsonBound).
  */
@@ -223,6 +224,9 @@ export function analyseFanOut(root: TimingJSON, similar: SimilarGroupJSON[] | un
       }
     }
     if (best === undefined) continue;
+    // One verdict per step: the group's says what ran at once, where the summed durations over
+    // the wall time (`parallelism`) would read (N+1)/2 for calls that ran one at a time.
+    delete t.parallelism;
     t.concurrency = best.c;
     if (best.c < SERIALIZED_BELOW) t.serialized = true;
     t.fanOut = best.fan;

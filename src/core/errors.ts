@@ -9,12 +9,25 @@ export const defaultOnInternalError: InternalErrorHandler = (err) => {
   debug('internal error: %s', err instanceof Error ? (err.stack ?? err.message) : String(err));
 };
 
+const QUIET = Symbol('miniprof.quiet');
+
+/**
+ * Mark a fault that was already reported in another form (a store skipped after it timed out,
+ * src/results/timeout.ts): `report` only logs it, so one outage is not reported per request.
+ */
+export function quiet<E extends Error>(err: E): E {
+  (err as E & { [QUIET]?: true })[QUIET] = true;
+  return err;
+}
+
 /**
  * Report one of the profiler's own faults without ever throwing into the app: a handler that
  * throws is itself only logged, and so is an async handler that rejects (left alone, that
- * rejection would be unhandled and, by Node's default, end the process).
+ * rejection would be unhandled and, by Node's default, end the process). A {@link quiet} fault is
+ * only logged.
  */
 export function report(handler: InternalErrorHandler, err: unknown): void {
+  if (err instanceof Error && (err as Error & { [QUIET]?: true })[QUIET] === true) return debug('%s', err.message);
   try {
     const r = handler(err) as unknown;
     if (r !== null && typeof r === 'object' && typeof (r as { then?: unknown }).then === 'function') {

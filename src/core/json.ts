@@ -35,6 +35,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.notRunMs !== undefined) b += 12 + numberBytes(p.notRunMs);
   if (p.startup !== undefined) b += 15;
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
 
@@ -60,6 +61,7 @@ function treeBytes(t: TimingJSON): number {
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
   return b + 1;
 }
 

@@ -3,6 +3,7 @@ import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
 import { analyseFanOut } from '../analysis/fanout.js';
+import { analyseNPlusOne } from '../analysis/nplusone.js';
 import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
 import { warnLostContext } from './lost-context.js';
@@ -334,6 +335,8 @@ export class Profile implements Linked {
     const warnings = own || this.warnings.length !== 0 || this.extraWarnings > 0 ? this.warnings.slice() : (NO_CHILDREN as unknown as string[]);
     if (this.extraWarnings > 0) warnings.push(`${this.extraWarnings} more warnings`);
     customsNow = this.customs;
+    const nodes = this.customs === null ? null : new Map<CustomTimingJSON, CustomNode>();
+    nodesNow = nodes;
     leafChildren = own ? null : NO_CHILDREN;
     boundNow = 0;
     wide = false;
@@ -343,6 +346,7 @@ export class Profile implements Linked {
     } finally {
       // Not left to point at this profile's timings until the next snapshot.
       customsNow = null;
+      nodesNow = null;
     }
     // No custom-timing walk for a tree without any: this runs once per developer request (the
     // seal reuses it). The key order is the JSON's: `request` before `root`.
@@ -363,10 +367,11 @@ export class Profile implements Linked {
             root,
           };
     // Every step with custom timings is in the tree, so the Map says whether there are any.
-    const custom = this.customs !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength) : undefined;
+    const custom = nodes !== null ? analyseCustom(root, this.config.redact, this.config.maxCommandLength, nodes) : undefined;
     if (custom !== undefined) {
       json.customSummary = custom.customSummary;
       json.similar = custom.similar;
+      boundNow += analyseNPlusOne(root, custom.similar);
     }
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
@@ -462,6 +467,11 @@ let leafChildren: TimingJSON[] | null = null;
 const NO_CHILDREN: TimingJSON[] = Object.freeze([]) as unknown as TimingJSON[];
 /** The custom timings of the profile `snapshot` is reading, for nodeJSON. */
 let customsNow: Map<TimingNode, CustomNode[]> | null = null;
+/**
+ * Each custom timing's JSON and the node it was made from, for analyseCustom: the dialect and the
+ * values digest it reads stay out of the JSON.
+ */
+let nodesNow: Map<CustomTimingJSON, CustomNode> | null = null;
 
 /** `now` and `blockingUs` in whole microseconds, as the live nodes keep their times. */
 function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON {
@@ -525,8 +535,13 @@ function parallelism(t: TimingJSON): void {
     if (c.startMs < end) overlapped = true;
     if (c.startMs + c.durationMs > end) end = c.startMs + c.durationMs;
   }
-  if (overlapped) t.parallelism = Math.round((sum / t.durationMs) * 100) / 100;
+  // Shown with one decimal: only what reads as more than x1.0 says that work overlapped.
+  const p = Math.round((sum / t.durationMs) * 100) / 100;
+  if (overlapped && p >= PARALLEL_FROM) t.parallelism = p;
 }
+
+/** The least `parallelism` shown: x1.1 once rounded to one decimal. */
+const PARALLEL_FROM = 1.05;
 
 function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   const running = c.durationUs === RUNNING;
@@ -541,6 +556,7 @@ function customJSON(c: CustomNode, now: number): CustomTimingJSON {
   if ((c.flags & F_ERROR) !== 0) out.error = true;
   if (running) out.unfinished = true;
   if ((c.flags & F_TRACED) !== 0) out.traced = true;
+  nodesNow?.set(out, c);
   return out;
 }
 

@@ -1,8 +1,10 @@
 import { closeProfile, currentScope, runInProfile, runStep } from './context.js';
-import { report } from './errors.js';
+import { codedError, describe, report } from './errors.js';
 import { toText } from './names.js';
 import { checkObject, CORE_KEYS, resolveCore, type CoreOptions } from './options.js';
 import { instrument } from '../instrument/channels.js';
+import { valuesDigest } from '../instrument/values.js';
+import type { SqlDialect } from './types.js';
 import { Profile } from './profile.js';
 import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_USING, NOOP_TIMING, parentIn, RUNNING, TimingNode, type Timing } from './timing.js';
 import { ranSinceTickUs } from '../analysis/loop.js';
@@ -48,14 +50,33 @@ function admitted(scope: TimingNode<Profile>): TimingNode<Profile> | null {
   return admit(scope.profile!, parent) ? parent : null;
 }
 
+/** The optional fourth argument of {@link timing}. */
+export interface TimingOptions {
+  /**
+   * The SQL dialect of `command` (`'postgres'`, `'mysql'`, `'mssql'`, `'sqlite'`), so its
+   * literals are masked by that dialect's rules and its quoted names kept. Default: unknown,
+   * masked by every dialect's rules at once (a double-quoted name is then masked too).
+   */
+  dialect?: SqlDialect;
+  /**
+   * Parameter values sent apart from `command` (`$1`, `?`): only a digest of them is kept, so two
+   * calls with the same command and values count as duplicates. Never shown, never stored.
+   */
+  values?: readonly unknown[];
+}
+
+const DIALECTS: readonly unknown[] = ['postgres', 'mysql', 'mssql', 'sqlite'];
+
 /**
  * Time one call to something outside the process (a query, an HTTP call, a cache lookup) as a
- * custom timing of the current step, under `category`. Same contract as `step(name, fn)`.
+ * custom timing of the current step, under `category`. Same contract as `step(name, fn)`. Its
+ * command is masked by category (`sql`, `redis`, `http`; anything else as unknown text) unless
+ * `redact: false`; `options` can name a SQL dialect and pass parameter values (as a digest).
  *
  * @example
- * const rows = await timing('sql', 'select * from users where id = ?', () => pool.query(q, [id]));
+ * const rows = await timing('sql', 'select * from users where id = $1', () => pool.query(q, [id]), { dialect: 'postgres', values: [id] });
  */
-export function timing<T>(category: string, command: string, fn: () => T): T {
+export function timing<T>(category: string, command: string, fn: () => T, options?: TimingOptions): T {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return fn();
   const profile = scope.profile;
@@ -67,6 +88,7 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
   const cfg = profile.config;
   const parent = parentIn(scope);
   const c = new CustomNode(toText(category, cfg.maxNameLength), toText(command, cfg.maxCommandLength), profile.nowUs());
+  if (options !== undefined) optionsOf(profile, c, options);
   profile.addCustom(parent, c);
   let r: T;
   try {
@@ -81,6 +103,23 @@ export function timing<T>(category: string, command: string, fn: () => T): T {
     return r;
   }
   return settle(then, r, () => endCustom(profile, c, 0), () => endCustom(profile, c, F_ERROR)) as T;
+}
+
+/**
+ * {@link timing}'s options onto its node. A dialect it does not know is masked as unknown (the
+ * most) and reported, like anything else that is not what was asked: the app's call goes on.
+ */
+function optionsOf(profile: Profile, c: CustomNode, options: TimingOptions): void {
+  try {
+    const { dialect, values } = options;
+    if (DIALECTS.includes(dialect)) c.dialect = dialect;
+    else if (dialect !== undefined) {
+      report(profile.config.onInternalError, codedError('MINIPROF_ERR_INVALID_ARGUMENT', `timing's dialect must be one of ${DIALECTS.join(', ')}, got ${describe(dialect)}`));
+    }
+    c.values = valuesDigest(values);
+  } catch (err) {
+    report(profile.config.onInternalError, err);
+  }
 }
 
 /** The live profile of this async context, or undefined outside one (or after it was sealed). */

@@ -96,6 +96,21 @@ export interface TimingJSON {
   traced?: true;
   /** The group `concurrency` was estimated from (the most serialized one, if several). */
   fanOut?: FanOutJSON;
+  /**
+   * The N+1 this step ran: the largest group of at least three similar custom timings (one shape
+   * once values are masked) of which this is the innermost step holding them all.
+   */
+  nPlusOne?: NPlusOneJSON;
+}
+
+/** A group of similar custom timings, named on the step that ran them (`TimingJSON.nPlusOne`). */
+export interface NPlusOneJSON {
+  category: string;
+  /** The group's command as its rows show it (`ProfileJSON.similar`'s). */
+  command: string;
+  count: number;
+  /** Its id in `ProfileJSON.similar`. */
+  similar: number;
 }
 
 /** A group of similar children started together (see `TimingJSON.concurrency`). */
@@ -153,4 +168,10 @@ export interface ProfileJSON {
   startup?: true;
   /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
   traceId?: string;
+  /**
+   * What miniprof itself spent on the response after the app handed it over (finding the
+   * comment's place, rendering the comment and `Server-Timing`, sealing), in ms; not part of any
+   * step's time. Set by the HTTP adapters when it is above 0.
+   */
+  miniprofMs?: number;
 }

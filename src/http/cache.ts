@@ -2,12 +2,25 @@ import type { HeaderTarget } from '../results/save.js';
 import { noTransform } from './inject.js';
 
 /**
- * Headers through which some cache other than the browser's may keep a response: nginx's
- * `X-Accel-Expires` (it outranks `Cache-Control` in `proxy_cache`), `Surrogate-Control` (Varnish,
- * Fastly, Akamai), `CDN-Cache-Control` (RFC 9213: a CDN obeys it instead of `Cache-Control`) and
- * `Expires` (an HTTP/1.0 cache reads it when it does not understand `Cache-Control`).
+ * Headers through which some cache other than the browser's may keep a response, each obeyed by
+ * its cache before `Cache-Control`: nginx's `X-Accel-Expires` (it outranks `Cache-Control` in
+ * `proxy_cache`), `Surrogate-Control` (Varnish, Fastly, Akamai), `Fastly-Surrogate-Control`,
+ * `Akamai-Cache-Control` and `Edge-Control` (Akamai), `CDN-Cache-Control` (RFC 9213), and `Expires`
+ * (an HTTP/1.0 cache reads it when it does not understand `Cache-Control`). Lowercase, as
+ * `getHeaderNames()` gives them.
  */
-const CACHE_HEADERS = ['x-accel-expires', 'surrogate-control', 'cdn-cache-control', 'expires', 'etag'] as const;
+const CACHE_HEADERS = new Set(['x-accel-expires', 'surrogate-control', 'fastly-surrogate-control', 'akamai-cache-control', 'edge-control', 'cdn-cache-control', 'expires', 'etag']);
+
+/**
+ * RFC 9213's targeted fields: `<cdn>-CDN-Cache-Control` (Cloudflare's, Vercel's, any CDN's own),
+ * which its CDN obeys before `CDN-Cache-Control` and `Cache-Control`. The list is open, so the
+ * names are matched by their suffix.
+ */
+const TARGETED = '-cdn-cache-control';
+
+function cacheHeader(name: string): boolean {
+  return CACHE_HEADERS.has(name) || name.endsWith(TARGETED);
+}
 
 /**
  * Make a profiled response one that no cache, shared or private, keeps or reuses: it carries a
@@ -19,7 +32,7 @@ const CACHE_HEADERS = ['x-accel-expires', 'surrogate-control', 'cdn-cache-contro
  */
 export function uncacheable(h: HeaderTarget): void {
   h.setHeader('Cache-Control', noTransform(h) ? 'private, no-store, no-transform' : 'private, no-store');
-  // Looked up first: most responses have none of them, and there is nothing to remove.
-  for (const name of CACHE_HEADERS) if (h.getHeader(name) !== undefined) h.removeHeader(name);
+  // Collected first: removing while walking the names must not skip one.
+  for (const name of h.getHeaderNames().filter((n) => cacheHeader(n.toLowerCase()))) h.removeHeader(name);
   h.setHeader('Vary', '*');
 }

@@ -16,11 +16,27 @@ export interface CaptureOptions {
   /** Also keep a sampled request that was answered 5xx or in which a step threw. Default true. */
   errors?: boolean;
   /**
-   * At most this many captured profiles are kept per minute. Requests are sampled only while
-   * the ones open and the ones kept this minute are fewer: once the minute's are kept, nothing
-   * more is sampled until the next minute. Default 60.
+   * At most this many captured profiles are kept per minute: once the minute's are kept, nothing
+   * more is sampled until the next minute. Only kept profiles count; requests still open do not.
+   * Default 60.
    */
   maxPerMinute?: number;
+  /**
+   * At most this many sampled requests are open at once. When they are, a newly sampled request
+   * takes the place of the oldest if that one has been open for `slowerThanMs` already (it is
+   * slow whatever comes next): it is sealed now, marked, and kept. Otherwise the new request is not
+   * sampled. So requests held open (long polls, a visitor's on purpose) cannot stop capture; they
+   * can only be kept, like any slow request. Default 10.
+   */
+  maxOpen?: number;
+}
+
+/** A sampled request still open, as the capture's bound sees it. */
+export interface OpenCapture {
+  /** When it was sampled, on the profile's clock (`clock`, the one its duration is measured with). */
+  readonly openedAt: number;
+  /** Seal it now, as if it had closed, and judge it (it leaves `live` then). */
+  evict(): void;
 }
 
 /** @internal */
@@ -35,11 +51,12 @@ export interface CaptureConfig {
   label: ((req: never) => unknown) | null;
   /** Epoch milliseconds: the minute windows (the app's `now`, so tests can move them). */
   now: () => number;
+  maxOpen: number;
   /** The current minute (epoch ms / 60000) and what it has used. */
   minute: number;
   kept: number;
-  /** Sampled requests not closed yet. */
-  open: number;
+  /** Sampled requests not closed yet, oldest first (a Set keeps the order they were added in). */
+  live: Set<OpenCapture>;
 }
 
 export { CAPTURE_OWNER } from '../results/store.js';
@@ -47,7 +64,7 @@ export { CAPTURE_OWNER } from '../results/store.js';
 /** A label longer than this is cut: it names a user or tenant, never carries data. */
 export const MAX_LABEL_LENGTH = 100;
 
-const CAPTURE_KEYS = ['rate', 'slowerThanMs', 'errors', 'maxPerMinute'];
+const CAPTURE_KEYS = ['rate', 'slowerThanMs', 'errors', 'maxPerMinute', 'maxOpen'];
 
 /**
  * `capture` and `captureLabel`, once at setup: null when capture is off. `hasResults`: captured
@@ -80,13 +97,14 @@ export function resolveCapture(o: Record<string, unknown>, core: CoreConfig, has
     slowerThanMs: intOption(q, 'capture.slowerThanMs', 1000, 0, 3_600_000),
     errors: boolOption(q, 'capture.errors', true),
     maxPerMinute: intOption(q, 'capture.maxPerMinute', 60, 1, 10_000),
+    maxOpen: intOption(q, 'capture.maxOpen', 10, 1, 10_000),
     // Commands are redacted whatever `redact` says: nobody asked to see these users' values.
     core: core.redact ? core : { ...core, redact: true },
     label,
     now: core.now,
     minute: -1,
     kept: 0,
-    open: 0,
+    live: new Set(),
   };
 }
 
@@ -102,8 +120,9 @@ function window(c: CaptureConfig): void {
 
 /**
  * Whether to profile this request that is not a developer's: the dice first (the only cost of
- * the requests not sampled), then the minute's budget. Never throws (a faulty `now` reads as the
- * same minute). A true answer counts the request as open, until its ProfiledResponse lets go.
+ * the requests not sampled), then the minute's budget of kept profiles, then room among the open
+ * ones (see `maxOpen`). Never throws (a faulty `now` reads as the same minute). A true answer is
+ * followed by the caller adding the new request to `c.live`, until its ProfiledResponse lets go.
  */
 export function sampled(c: CaptureConfig): boolean {
   if (Math.random() >= c.rate) return false;
@@ -112,11 +131,22 @@ export function sampled(c: CaptureConfig): boolean {
   } catch (err) {
     report(c.core.onInternalError, err);
   }
-  // Never more open than the minute could still keep: a flood of slow requests is profiled only
-  // as far as its profiles can be kept.
-  if (c.open + c.kept >= c.maxPerMinute) return false;
-  c.open++;
-  return true;
+  if (c.kept >= c.maxPerMinute) return false;
+  if (c.live.size < c.maxOpen) return true;
+  // Full. The oldest open one makes room only once it is known to be slow: younger ones may
+  // still turn out fast (and be let go), and a burst of them is what the bound is for.
+  const oldest = c.live.values().next().value!;
+  let now: number;
+  try {
+    now = Number(c.core.clock());
+  } catch (err) {
+    report(c.core.onInternalError, err);
+    return false;
+  }
+  if (!(now - oldest.openedAt >= c.slowerThanMs)) return false;
+  oldest.evict();
+  // Kept, it may have used the minute's last place: the new one could not be kept then.
+  return c.kept < c.maxPerMinute;
 }
 
 /**

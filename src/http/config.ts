@@ -19,8 +19,16 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * If it throws or rejects, the request is not a developer's (and the fault is reported).
    */
   isDeveloper?: (req: Req) => boolean | Promise<boolean>;
-  /** Add the text tree as an HTML comment to whole `text/html` bodies. Default true. */
-  htmlComment?: boolean;
+  /**
+   * Add the text tree as an HTML comment to whole `text/html` bodies. Default true. `maxBytes`
+   * (default 1048576, 1 MiB) bounds the pages that get it: a bigger page gets neither the
+   * comment nor the badge (the header still), and its profile a warning. Finding the comment's
+   * place costs time linear in the page (see docs/security.md).
+   *
+   * @example
+   * app.use(miniprof({ htmlComment: { maxBytes: 4 * 1024 * 1024 } }));
+   */
+  htmlComment?: boolean | { maxBytes?: number };
   /**
    * Send a `Server-Timing` header. Default true. `maxBytes` (default 2048) caps its size;
    * `crossOrigin: true` keeps it even when the app sets `Timing-Allow-Origin: *` (default false:
@@ -100,6 +108,8 @@ export interface HttpConfig<Req> {
   /** null: nobody is a developer, decided once at setup. */
   isDeveloper: ((req: Req) => unknown) | null;
   htmlComment: boolean;
+  /** Pages above this many bytes get no comment and no badge. */
+  htmlMaxBytes: number;
   serverTiming: { maxBytes: number; crossOrigin: boolean } | null;
   maxDurationMs: number;
   /** null: no store, no routes, no id header. */
@@ -137,7 +147,8 @@ export function resolveHttp<Req>(
   const cfg: HttpConfig<Req> = {
     core,
     isDeveloper: isDeveloper ?? null,
-    htmlComment: boolOption(o, 'htmlComment', true),
+    htmlComment: o.htmlComment !== false,
+    htmlMaxBytes: htmlMaxBytes(o.htmlComment),
     serverTiming: serverTimingOption(o.serverTiming),
     maxDurationMs: intOption(o, 'maxDurationMs', 120_000, 1, 2 ** 31 - 1),
     results,
@@ -152,6 +163,22 @@ export function resolveHttp<Req>(
   // (production without isDeveloper or capture): then the libraries keep their untraced fast path.
   if (core.instrument && (cfg.isDeveloper !== null || cfg.capture !== null)) instrument();
   return cfg;
+}
+
+/** Pages up to 1 MiB: the scan of a messy megabyte takes about 10–20 ms (bench/RESULTS.md, issue 58). */
+export const DEFAULT_HTML_MAX_BYTES = 1 << 20;
+
+function htmlMaxBytes(v: unknown): number {
+  if (v === undefined || typeof v === 'boolean') return DEFAULT_HTML_MAX_BYTES;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid('htmlComment', 'a boolean or { maxBytes }', v);
+  const o = v as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (key !== 'maxBytes') throw codedError('MINIPROF_ERR_UNKNOWN_OPTION', `unknown option "htmlComment.${key}" (${describe(o[key])}); known: maxBytes`);
+  }
+  const max = o.maxBytes;
+  if (max === undefined) return DEFAULT_HTML_MAX_BYTES;
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > 2 ** 31 - 1) throw invalid('htmlComment.maxBytes', 'an integer from 1 to 2147483647', max);
+  return max;
 }
 
 function serverTimingOption(v: unknown): HttpConfig<unknown>['serverTiming'] {

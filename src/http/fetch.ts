@@ -25,6 +25,7 @@ export function headerTarget(h: Headers): HeaderTarget {
       for (const v of value) h.append(name, v);
     },
     removeHeader: (name) => h.delete(name),
+    getHeaderNames: () => [...h.keys()],
   };
 }
 

@@ -1,5 +1,5 @@
 import { debug } from '../core/errors.js';
-import { insertionPoint } from './insert.js';
+import { insertionPoint as placeIn } from './insert.js';
 
 /** Where an injected body came from: a string with Node's encoding, or bytes. */
 export type Body = string | Uint8Array;
@@ -79,13 +79,20 @@ function skip(why: string): null {
  * UTF-8).
  */
 export function splice(body: Body, comment: string): Body | null {
-  if (typeof body === 'string') {
-    const at = insertionPoint(body);
-    return at === -1 ? null : body.slice(0, at) + comment + body.slice(at);
-  }
+  const at = insertionPoint(body);
+  return at === -1 ? null : spliceAt(body, at, comment);
+}
+
+/** Where the comment can go in `body` (see src/http/insert.ts), in its code units or bytes; -1 for nowhere. */
+export function insertionPoint(body: Body): number {
+  if (typeof body === 'string') return placeIn(body);
+  return placeIn(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('latin1'));
+}
+
+/** `comment` put into `body` at `at` (from insertionPoint). */
+export function spliceAt(body: Body, at: number, comment: string): Body {
+  if (typeof body === 'string') return body.slice(0, at) + comment + body.slice(at);
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const at = insertionPoint(bytes.toString('latin1'));
-  if (at === -1) return null;
   return Buffer.concat([bytes.subarray(0, at), Buffer.from(comment, 'utf8'), bytes.subarray(at)]);
 }
 

@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import onHeaders from 'on-headers';
 import { als, runInProfile } from '../core/context.js';
 import { report } from '../core/errors.js';
 import { decide, serveResults, underBase, type Developer, type ResultsReply } from '../results/routes.js';
 import type { HttpConfig } from './config.js';
 import { openCapture, openProfile, type ProfiledResponse } from './response.js';
+import { hookHead } from './head.js';
 
 /** A connect-style middleware: Express, connect, polka and a plain `node:http` handler all call it so. */
 export type NodeMiddleware<Req> = (req: Req, res: ServerResponse, next: (err?: unknown) => void) => void;
@@ -44,9 +44,7 @@ export function sealOnClose(p: ProfiledResponse, socket: { errored?: unknown } |
  * comment in a whole HTML body, and the seal on close.
  */
 export function hookResponse(p: ProfiledResponse, req: IncomingMessage, res: ServerResponse): void {
-  onHeaders(res, function (this: ServerResponse) {
-    p.headers(this, this.statusCode);
-  });
+  hookHead(p, res);
   const end = res.end as End;
   res.end = function (this: ServerResponse, ...args: unknown[]): ServerResponse {
     const [chunk, encoding, cb] = args;

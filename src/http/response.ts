@@ -1,3 +1,4 @@
+import { requestPath } from '../analysis/url-mask.js';
 import { announceSealed, closeProfile } from '../core/context.js';
 import { debug, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
@@ -10,23 +11,16 @@ import { monotonic } from '../core/clock.js';
 import { renderServerTiming } from '../render/server-timing.js';
 import { renderHtmlComment } from '../render/text.js';
 import { linkHeaders, saveProfile, type HeaderTarget } from '../results/save.js';
-import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow } from './capture.js';
+import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow, type OpenCapture } from './capture.js';
 import type { HttpConfig } from './config.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
-import { headerString, injectable, splice, type Body, type HeaderView } from './inject.js';
+import { headerString, injectable, insertionPoint, spliceAt, type Body, type HeaderView } from './inject.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
 function byteLength(body: Body, encoding: unknown): number {
   if (typeof body !== 'string') return body.byteLength;
   return Buffer.byteLength(body, typeof encoding === 'string' && Buffer.isEncoding(encoding) ? encoding : 'utf8');
-}
-
-/** The query string can hold secrets, and the path is all a reader needs. */
-function pathOf(url: string | undefined): string {
-  if (url === undefined) return '/';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
 }
 
 /** What a captured request keeps until it closes. */
@@ -45,7 +39,7 @@ interface Captured {
  * no output at all: `headers()` and `body()` only stop the root, so an adapter may call them or
  * not; on close the profile is kept in the store or let go (see captureDone).
  */
-export class ProfiledResponse implements Expiring {
+export class ProfiledResponse implements Expiring, OpenCapture {
   readonly profile: Profile;
   private readonly cfg: HttpConfig<never>;
   private readonly method: string;
@@ -65,8 +59,15 @@ export class ProfiledResponse implements Expiring {
   private readonly captured: Captured | null;
   /** The request as the app knows it (what `isDeveloper` was given): for `badge.nonce` and `captureLabel`. */
   private readonly req: unknown;
+  /**
+   * What miniprof spent on this response after the app handed it over (placing the comment,
+   * rendering, sealing), in µs on the profile's clock: shown as `miniprofMs`, never in a step.
+   */
+  private selfUs = 0;
   /** @internal Set by watch(). */
   deadlineAt = 0;
+  /** @internal When a captured request was sampled, on its profile's clock (capture.ts `maxOpen`). */
+  readonly openedAt: number;
   /** @internal Links in the set of responses waiting for their deadline (src/core/linked.ts). */
   prevLink: Linked | null = null;
   /** @internal */
@@ -79,10 +80,12 @@ export class ProfiledResponse implements Expiring {
     this.req = req;
     this.method = method ?? 'GET';
     const core = captured === null ? cfg.core : cfg.capture!.core;
-    const path = toText(pathOf(url), core.maxNameLength);
+    // The path alone (no query string, no absolute-form authority); someone else's with its ids and tokens masked.
+    const path = toText(requestPath(url, captured !== null), core.maxNameLength);
     // The one way an HTTP request's profile is made, developer's or captured: whatever hooks
     // profile creation (OpenTelemetry's trace id) sees both.
     this.profile = new Profile(`${this.method} ${path}`, core, { method: this.method, path });
+    this.openedAt = this.profile.t0;
     // A response that never ends (server-sent events, a long poll) must not keep its profile,
     // and with it the promise hooks, open forever. The deadline is on real time even when the
     // profile has an injected clock.
@@ -95,9 +98,11 @@ export class ProfiledResponse implements Expiring {
    * the comment, or null to send it untouched.
    */
   body(h: HeaderView, status: number, body: unknown, encoding?: unknown): Body | null {
+    let t0 = -1;
     try {
       this.profile.stopRoot();
       if (this.captured !== null) return null;
+      t0 = this.profile.nowUs();
       this.frozen = this.profile.freeze();
       const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
       if (!this.cfg.htmlComment && badge === null) return null;
@@ -115,19 +120,44 @@ export class ProfiledResponse implements Expiring {
         }
         if (!/^utf-?8$/i.test(encoding)) mode = 'ascii';
       }
+      if (this.tooBig(body as Body, encoding)) return null;
       // The tag is ASCII (a UUID, the checked base path, a base64 nonce): right in any mode.
       const tag = badge === null ? '' : badgeTag(badge, this.profile.id, this.req, h, this.cfg.core.onInternalError);
-      return this.comment(body as Body, mode, tag);
+      if (!this.cfg.htmlComment && tag === '') return null;
+      const at = insertionPoint(body as Body);
+      if (at === -1) return null;
+      // The comment shows what was spent up to its own rendering; the header and the JSON, later, all of it.
+      this.stamp(t0);
+      const comment = this.cfg.htmlComment ? renderHtmlComment(this.frozen, { ascii: mode === 'ascii' }) : '';
+      return comment === '' && tag === '' ? null : spliceAt(body as Body, at, comment + tag);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
       return null;
+    } finally {
+      if (t0 !== -1) this.stamp(t0, true);
     }
   }
 
-  /** The comment and the badge's tag into the body: `mode` says whether they must be pure ASCII. */
-  private comment(body: Body, mode: 'utf8' | 'ascii', tag: string): Body | null {
-    const comment = this.cfg.htmlComment ? renderHtmlComment(this.frozen!, { ascii: mode === 'ascii' }) : '';
-    return comment === '' && tag === '' ? null : splice(body, comment + tag);
+  /**
+   * Count the time since `t0` into `miniprofMs` of the outputs' JSON (`done`: for good, once the
+   * body is finished with; else only as far as now, for the comment about to be rendered).
+   */
+  private stamp(t0: number, done = false): void {
+    const us = this.selfUs + Math.max(0, this.profile.nowUs() - t0);
+    if (done) this.selfUs = us;
+    if (this.frozen !== null && us > 0) this.frozen.miniprofMs = us / 1000;
+  }
+
+  /** Above `htmlComment.maxBytes`: no comment, no badge; said in debug and in the profile. */
+  private tooBig(body: Body, encoding: unknown): boolean {
+    const max = this.cfg.htmlMaxBytes;
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most pages are not measured at all.
+    if (typeof body === 'string' ? body.length * 3 <= max : body.byteLength <= max) return false;
+    const size = byteLength(body, encoding);
+    if (size <= max) return false;
+    debug('no comment: the page is %d bytes, above htmlComment.maxBytes (%d)', size, max);
+    this.profile.warn(`page of ${sizeText(size)}: no comment above ${sizeText(max)} (htmlComment.maxBytes)`);
+    return true;
   }
 
   /** As the head goes out with `status`: cache safety, the id and link, and `Server-Timing`. */
@@ -144,7 +174,9 @@ export class ProfiledResponse implements Expiring {
         debug('no Server-Timing: Timing-Allow-Origin is *');
         return;
       }
+      const t0 = this.profile.nowUs();
       appendServerTiming(h, this.serverTimingValue(st.maxBytes));
+      this.selfUs += Math.max(0, this.profile.nowUs() - t0);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     }
@@ -172,8 +204,9 @@ export class ProfiledResponse implements Expiring {
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
       // only move it in the developer's list.
       if (this.profile.sealed) return;
+      const t0 = this.profile.nowUs();
       closeProfile(this.profile, this.captured === null);
-      this.save();
+      this.save(t0);
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     } finally {
@@ -186,17 +219,27 @@ export class ProfiledResponse implements Expiring {
     const c = this.captured;
     if (c === null || !c.open) return;
     c.open = false;
-    this.cfg.capture!.open--;
+    this.cfg.capture!.live.delete(this);
   }
 
   /** maxDurationMs passed with the response still open (SSE, a long poll): seal and save it now. */
   expire(): void {
+    this.sealOpen('sealed after maxDurationMs while the response was still open');
+  }
+
+  /** A captured request open for slowerThanMs makes room for a newer one (capture.ts `maxOpen`). */
+  evict(): void {
+    unwatch(this);
+    this.sealOpen('sealed early: capture.maxOpen sampled requests were open when another was sampled');
+  }
+
+  private sealOpen(warning: string): void {
     try {
       if (this.profile.sealed) return;
-      this.profile.warn(`sealed after maxDurationMs while the response was still open`);
+      this.profile.warn(warning);
       closeProfile(this.profile, this.captured === null);
       // Saved now, not at close: a stream may never close, and its profile is final anyway.
-      this.save();
+      this.save(this.profile.nowUs());
     } catch (err) {
       report(this.cfg.core.onInternalError, err);
     } finally {
@@ -204,11 +247,19 @@ export class ProfiledResponse implements Expiring {
     }
   }
 
-  private save(): void {
+  private save(t0: number): void {
     const r = this.cfg.results;
     if (r === null || this.owner === undefined) return;
     if (this.captured !== null) return this.keep();
-    saveProfile(r.store, this.owner, this.profile.data(), this.cfg.core.onInternalError, this.profile.jsonBound(), r.keepNotFound);
+    const json = this.profile.data();
+    let bound = this.profile.jsonBound();
+    const us = this.selfUs + Math.max(0, this.profile.nowUs() - t0);
+    if (us > 0) {
+      // Set on the sealed JSON just before the store takes it: `,"miniprofMs":` and a number.
+      json.miniprofMs = us / 1000;
+      if (bound !== -1) bound += 40;
+    }
+    saveProfile(r.store, this.owner, json, this.cfg.core.onInternalError, bound, r.keepNotFound);
   }
 
   /** A captured request is kept only when it was slow or failed; otherwise it is let go now. */
@@ -230,6 +281,13 @@ export class ProfiledResponse implements Expiring {
     // that leaves out a developer's bare 404s (results.keepNotFound) must not drop it after that.
     saveProfile(this.cfg.results!.store, CAPTURE_OWNER, json, c.core.onInternalError, bound, true);
   }
+}
+
+/** `2.3 MB`, `512 KB`, `900 bytes` (binary multiples, as `maxBytes` is usually given). */
+function sizeText(bytes: number): string {
+  const one = (x: number): string => String(Math.round(x * 10) / 10);
+  if (bytes >= 1 << 20) return `${one(bytes / (1 << 20))} MB`;
+  return bytes >= 1024 ? `${one(bytes / 1024)} KB` : `${bytes} bytes`;
 }
 
 /** Appended, never replacing a `Server-Timing` the app set (a string or a list). */
@@ -261,9 +319,10 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
   const c = cfg.capture;
   if (c === null || !sampledNow(c)) return null;
   try {
-    return new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
+    const p = new ProfiledResponse(cfg, method, url, CAPTURE_OWNER, { open: true }, req);
+    c.live.add(p);
+    return p;
   } catch (err) {
-    c.open--;
     report(cfg.core.onInternalError, err);
     return null;
   }

@@ -1,6 +1,8 @@
 import dc from 'node:diagnostics_channel';
+import type { SqlDialect } from '../core/types.js';
 import type { ClientRequest } from 'node:http';
-import { closeCall, openCall, withParams, type OpenCall } from './record.js';
+import { mssqlChannels } from './mssql.js';
+import { closeCall, openCall, type OpenCall } from './record.js';
 
 /**
  * Outgoing calls timed through `diagnostics_channel`, without patching any library: the libraries
@@ -39,14 +41,17 @@ export function instrument(): void {
   // A node-redis MULTI sends its commands without a command event each (a pipeline has them);
   // OpenTelemetry's redis instrumentation makes a span of each.
   traced('node-redis:batch', 'node-redis', 'redis', (ctx) => `MULTI (${String(ctx.batchSize)} commands)`, (ctx) => ctx.batchMode === 'MULTI', (ctx) => Number(ctx.batchSize));
-  traced('mysql2:query', 'mysql2', 'sql', sqlOf);
-  // execute() sends its values apart from the text (a prepared statement).
-  traced('mysql2:execute', 'mysql2', 'sql', (ctx) => withParams(sqlOf(ctx), ctx.values));
+  // query() sends the text with its values already in it (mysql2 formats them client-side).
+  traced('mysql2:query', 'mysql2', 'sql', sqlOf, undefined, undefined, 'mysql');
+  // execute() sends its values apart from the text (a prepared statement): a digest of them.
+  traced('mysql2:execute', 'mysql2', 'sql', sqlOf, undefined, undefined, 'mysql', (ctx) => ctx.values);
+  // mssql 12.7+ (src/instrument/mssql.ts).
+  mssqlChannels();
 }
 
 type Ctx = Record<string, unknown> & { error?: unknown };
 
-/** `GET key`: the command name and the key (the libraries already drop values they deem unsafe). */
+/** `GET key`: the command name and the key, never a value (the key is masked at the seal). */
 function redisCommand(command: unknown, args: unknown, keyAt: number): string {
   const name = String(command).toUpperCase();
   const key = Array.isArray(args) && args.length > keyAt ? args[keyAt] : undefined;
@@ -68,12 +73,14 @@ function traced(
   command: (ctx: Ctx) => string,
   accept?: (ctx: Ctx) => boolean,
   spans?: (ctx: Ctx) => number,
+  dialect?: SqlDialect,
+  values?: (ctx: Ctx) => unknown,
 ): void {
   const open = new WeakMap<object, OpenCall>();
   dc.tracingChannel(name).subscribe({
     start(ctx: Ctx) {
       if (accept !== undefined && !accept(ctx)) return;
-      const call = openCall(lib, category, command, ctx, spans);
+      const call = openCall(lib, category, command, ctx, spans, dialect, values);
       if (call !== undefined) open.set(ctx, call);
     },
     end(ctx: Ctx) {

@@ -1,4 +1,6 @@
-import { withParams } from './record.js';
+import type { SqlDialect } from '../core/types.js';
+import { valuesDigest } from './values.js';
+import { CONNECT } from '../analysis/plumbing.js';
 
 /**
  * What an OpenTelemetry span becomes in a profile, read from its kind, name, attributes and
@@ -59,7 +61,7 @@ const OWN_LIBS: ReadonlyMap<string, string> = new Map([
   ['@opentelemetry/instrumentation-pg', 'pg'],
 ]);
 
-/** Spans for opening a database connection (pg, ioredis, node-redis): steps, not commands. */
+/** Spans for opening a database connection (pg, ioredis, node-redis): plumbing, not commands. */
 const CONNECT_SPANS = new Set(['pg.connect', 'pg-pool.connect', 'connect', 'redis-connect']);
 
 function str(v: unknown): string | undefined {
@@ -80,7 +82,7 @@ function httpMethod(a: SpanParts['attributes']): string | undefined {
 /**
  * What a span becomes, read once as it starts: null, nothing (the request's own server span, one
  * `exportProfile` made); {@link STEP}, a step nested as the spans nest; else a custom timing of
- * this category: `sql` for SQL databases, else the database system's own name (`redis`,
+ * this category: `connect` for opening or checking out a connection, `sql` for SQL databases, else the database system's own name (`redis`,
  * `mongodb`…); `http` for an HTTP client call; the RPC or messaging system (`grpc`, `aws-api`,
  * `kafka`) for other client and producer spans.
  */
@@ -90,9 +92,10 @@ export function classify(s: SpanParts): string | null {
   const a = s.attributes;
   const db = dbSystem(a);
   if (db !== undefined) {
-    // Opening a connection is time spent, but not a command: as a step it stays out of the N+1
-    // and duplicate counts, where every pool checkout would read as a repeated query.
-    if (CONNECT_SPANS.has(s.name)) return STEP;
+    // Opening a connection (or checking one out of a pool) is time spent, but not a command:
+    // plumbing, its own category, out of the N+1 and duplicate counts (where every checkout would
+    // read as a repeated query), of folds and of Server-Timing (src/analysis/plumbing.ts).
+    if (CONNECT_SPANS.has(s.name)) return CONNECT;
     return SQL_SYSTEMS.has(db) ? 'sql' : db;
   }
   if (kind !== CLIENT && kind !== PRODUCER) return STEP;
@@ -101,13 +104,35 @@ export function classify(s: SpanParts): string | null {
   return system === undefined ? STEP : system.toLowerCase();
 }
 
+/** The SQL dialects of the `db.system` values whose masking miniprof knows (others: unknown). */
+const DIALECTS: ReadonlyMap<string, SqlDialect> = new Map([
+  ['postgresql', 'postgres'], ['cockroachdb', 'postgres'], ['redshift', 'postgres'], ['aws.redshift', 'postgres'], ['edb', 'postgres'],
+  ['mysql', 'mysql'], ['mariadb', 'mysql'],
+  ['mssql', 'mssql'], ['microsoft.sql_server', 'mssql'], ['mssqlcompact', 'mssql'],
+  ['sqlite', 'sqlite'],
+]);
+
+/** The SQL dialect of a database span's command, from `db.system.name` / `db.system`; else undefined. */
+export function dialectOf(s: SpanParts): SqlDialect | undefined {
+  const db = dbSystem(s.attributes);
+  return db === undefined ? undefined : DIALECTS.get(db);
+}
+
+/**
+ * A digest of the parameter values a database span carries (pg's `enhancedDatabaseReporting`:
+ * `db.postgresql.values`; positional `db.query.parameter.<n>`), never the values: duplicate
+ * detection compares it (src/instrument/values.ts). Undefined when there are none.
+ */
+export function valuesOf(s: SpanParts): string | undefined {
+  return dbSystem(s.attributes) === undefined ? undefined : valuesDigest(paramsOf(s.attributes));
+}
+
 /**
  * The command, raw as miniprof's own instrumentation records it (the profile masks its values at
  * the seal, src/analysis/normalize.ts, so N+1 and duplicate detection read the same shapes):
- * - a database call: its query text (`db.query.text`, `db.statement`), with its parameter values
- *   appended as literals when the instrumentation sent them (pg's `enhancedDatabaseReporting`:
- *   `db.postgresql.values`; positional `db.query.parameter.<n>`), as instrumentPg does; else the operation
- *   and collection, else the span's name;
+ * - a database call: its query text (`db.query.text`, `db.statement`) alone (parameter values
+ *   are never appended: see {@link valuesOf}); else the operation and collection, else the
+ *   span's name;
  * - an HTTP call: `GET http://host:port/path?query`, as miniprof's own;
  * - anything else: the span's name.
  */
@@ -115,7 +140,7 @@ export function commandOf(s: SpanParts): string {
   const a = s.attributes;
   if (dbSystem(a) !== undefined) {
     const text = str(a['db.query.text']) ?? str(a['db.statement']);
-    if (text !== undefined) return withParams(text, paramsOf(a));
+    if (text !== undefined) return text;
     const op = str(a['db.operation.name']) ?? str(a['db.operation']);
     const target = str(a['db.collection.name']) ?? str(a['db.mongodb.collection']) ?? str(a['db.sql.table']);
     if (op !== undefined) return target === undefined ? op : `${op} ${target}`;

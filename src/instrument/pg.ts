@@ -1,5 +1,5 @@
 import { currentScope } from '../core/context.js';
-import { closeCall, openCall, withParams, type OpenCall } from './record.js';
+import { closeCall, openCall, type OpenCall } from './record.js';
 
 /** The part of a `pg` Pool or Client that is wrapped. */
 export interface PgQueryable {
@@ -26,15 +26,25 @@ const HELD = Symbol('miniprof.pg.held');
  */
 let inPoolQuery = 0;
 
-/** The query text, with its `$1` values appended as literals (see withParams). */
+/** The query text alone: its `$1` values never join it (they become a digest, see valuesOf). */
 function textOf(args: unknown[]): string {
   const first = args[0];
-  if (typeof first === 'string') return withParams(first, args[1]);
+  if (typeof first === 'string') return first;
   if (first !== null && typeof first === 'object') {
-    const { text, values } = first as { text?: unknown; values?: unknown };
-    if (typeof text === 'string') return withParams(text, Array.isArray(values) ? values : args[1]);
+    const { text } = first as { text?: unknown };
+    if (typeof text === 'string') return text;
   }
   return '[query]';
+}
+
+/** The values sent apart from the text: `query(text, values)` or `query({ text, values })`. */
+function valuesOf(args: unknown[]): unknown {
+  const first = args[0];
+  if (first !== null && typeof first === 'object') {
+    const { values } = first as { values?: unknown };
+    if (Array.isArray(values)) return values;
+  }
+  return args[1];
 }
 
 /**
@@ -79,7 +89,7 @@ function wrapQuery(t: PgQueryable & { [WRAPPED]?: true }, pool: boolean, onlyHel
     const scope = currentScope();
     if (scope === undefined || scope.profile === null) return query.apply(this, args);
     if (onlyHeld && (t as PooledClient)[HELD] !== true) return query.apply(this, args);
-    const call = openCall('pg', 'sql', textOf, args);
+    const call = openCall('pg', 'sql', textOf, args, undefined, 'postgres', valuesOf);
     if (!pool) return call === undefined ? query.apply(this, args) : timed(call, query, this, args);
     inPoolQuery++;
     try {

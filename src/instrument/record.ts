@@ -3,6 +3,7 @@ import { report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import type { Profile } from '../core/profile.js';
 import type { SqlDialect } from '../core/types.js';
+import { valuesDigest } from './values.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, type Pending, type TimingNode } from '../core/timing.js';
 
 /** A custom timing opened by an instrumentation, to be closed by a later event. */
@@ -29,9 +30,18 @@ export function pairWithSpans(): void {
  * `currentScope()` and a branch. Returns undefined when nothing is recorded. `lib` names the
  * library (`pg`, `ioredis`, `http`…), to pair the call with an OpenTelemetry span of it. `spans`:
  * how many spans OpenTelemetry makes of this one call, when that is more than one. `dialect`: the
- * SQL dialect of the command, when the library says.
+ * SQL dialect of the command, when the library says. `values`: the parameter values the client
+ * sends apart from the text, kept only as a digest (src/instrument/values.ts), never in the command.
  */
-export function openCall<A>(lib: string, category: string, command: (arg: A) => string, arg: A, spans?: (arg: A) => number, dialect?: SqlDialect): OpenCall | undefined {
+export function openCall<A>(
+  lib: string,
+  category: string,
+  command: (arg: A) => string,
+  arg: A,
+  spans?: (arg: A) => number,
+  dialect?: SqlDialect,
+  values?: (arg: A) => unknown,
+): OpenCall | undefined {
   const scope = currentScope();
   if (scope === undefined || scope.profile === null) return undefined;
   const profile = scope.profile;
@@ -45,6 +55,7 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
         taken.flags &= ~F_SPAN;
         taken.command = toText(command(arg), profile.config.maxCommandLength);
         taken.dialect = dialect;
+        if (values !== undefined) taken.values = valuesDigest(values(arg));
         // The same call's other spans (a node-redis MULTI: one span per queued command, started
         // as each is queued, ended together at EXEC) leave the tree: the call appears once.
         for (let n = spans === undefined ? 0 : spans(arg) - 1; n > 0; n--) {
@@ -61,6 +72,7 @@ export function openCall<A>(lib: string, category: string, command: (arg: A) => 
       return undefined;
     }
     const c = new CustomNode(category, toText(command(arg), profile.config.maxCommandLength), profile.nowUs(), dialect);
+    if (values !== undefined) c.values = valuesDigest(values(arg));
     profile.count++;
     profile.addCustom(parent, c);
     if (pairing) pend(profile, { lib, parent, node: c, at: parent, own: true });
@@ -131,32 +143,4 @@ function take(profile: Profile, lib: string, parent: TimingNode, own: boolean): 
     }
   }
   return null;
-}
-
-function literal(v: unknown): string {
-  if (v === null || v === undefined) return 'NULL';
-  if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint') return String(v);
-  let text: string;
-  if (typeof v === 'string') text = v;
-  else if (v instanceof Date) text = Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString();
-  else if (v instanceof Uint8Array) text = `<${v.byteLength} bytes>`;
-  else {
-    try {
-      text = JSON.stringify(v) ?? String(v);
-    } catch {
-      text = '[unprintable]';
-    }
-  }
-  // Backslashes doubled as well as quotes, so the redactor reads the literal exactly as written.
-  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
-}
-
-/**
- * A query whose values travel apart from its text (pg's `$1`, mysql2's `execute`): the values
- * are appended as SQL literals, so two calls are duplicates only when their values match too,
- * and the redactor masks them like any literal (`/* params: ?, ? *\/`) unless `redact: false`.
- */
-export function withParams(text: string, values: unknown): string {
-  if (!Array.isArray(values) || values.length === 0) return text;
-  return `${text} /* params: ${values.map(literal).join(', ')} */`;
 }

@@ -3,8 +3,9 @@ import { codedError, describe, report } from '../core/errors.js';
 import { toText } from '../core/names.js';
 import type { Profile } from '../core/profile.js';
 import { CustomNode, F_ERROR, F_SPAN, F_TRACED, parentIn, RUNNING, TimingNode } from '../core/timing.js';
-import { classify, commandOf, ownLibOf, STEP, type SpanParts } from './otel-map.js';
+import { classify, commandOf, dialectOf, ownLibOf, STEP, valuesOf, type SpanParts } from './otel-map.js';
 import { claim, pend, unpend } from './record.js';
+import { isPlumbing } from '../analysis/plumbing.js';
 
 /**
  * Spans joining the current profile's tree (miniprof/otel's processor calls these): a span that
@@ -46,7 +47,8 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
     const under = placeOf(step, parent, profile);
     const cfg = profile.config;
     let lib: string | null = null;
-    if (category !== STEP) {
+    // A pool checkout is no call of miniprof's own instrumentation: never paired with one.
+    if (category !== STEP && !isPlumbing(category)) {
       lib = ownLibOf(s);
       // miniprof's own instrumentation opened this very call: it stays, marked as traced, and
       // nests where the span does. Both sides name a call by the step current where it runs (the
@@ -69,7 +71,8 @@ export function spanStarted(scope: TimingNode<Profile>, s: SpanParts, parent: Sp
       t.flags |= F_TRACED;
       return { profile, node: t };
     }
-    const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs);
+    const c = new CustomNode(toText(category, cfg.maxNameLength), toText(commandOf(s), cfg.maxCommandLength), startUs, dialectOf(s));
+    c.values = valuesOf(s);
     c.flags |= F_SPAN | F_TRACED;
     profile.addCustom(under, c);
     if (lib !== null) pend(profile, { lib, parent: step, node: c, at: under, own: false });
@@ -99,7 +102,10 @@ export function spanEnded(sn: SpanNode, s: SpanParts, durationUs: number, failed
     if ((node.flags & F_SPAN) === 0) return;
     if (profile.pending !== null) unpend(profile, node);
     // Read again only when the text was not there at the start (pg sets it just after).
-    if (node.command === s.name) node.command = toText(commandOf(s), profile.config.maxCommandLength);
+    if (node.command === s.name) {
+      node.command = toText(commandOf(s), profile.config.maxCommandLength);
+      node.values = valuesOf(s);
+    }
     node.durationUs = d;
     if (failed) node.flags |= F_ERROR;
   } catch (err) {

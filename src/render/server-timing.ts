@@ -1,8 +1,11 @@
 import { codedError, describe } from '../core/errors.js';
 import type { CategorySummaryJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { summarize } from '../analysis/wall.js';
+import { isPlumbing } from '../analysis/plumbing.js';
+import { stepNotes } from './marks.js';
+import { describedStep, groupDesc, NOTES, sameNamed, wallOf } from './step-metrics.js';
 import { dataOf, type Renderable } from './data.js';
-import { blockingNote, ms1 } from './format.js';
+import { ms1 } from './format.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 
 export interface ServerTimingOptions {
@@ -23,8 +26,9 @@ const MAX_TOKEN = 32;
 const MAX_DESC = 96;
 
 /**
- * One `Server-Timing` header value: a metric per top-level step (its `desc` says when it blocked
- * the event loop), one per custom-timing category (`dur` its wall time, the union of its
+ * One `Server-Timing` header value: a metric per top-level step name (several steps of one name:
+ * one metric, their wall time, the count in `desc`; a step's `desc` says what its line in the text
+ * says: blocking, its N+1, its verdict on concurrency), one per custom-timing category but plumbing (`dur` its wall time, the union of its
  * timings' intervals, so never more than `total`; the count, summed time and duplicates in `desc`,
  * never a command), `event-loop` when the loop stalled past `blockingMs`, `miniprof` (the
  * profile's id) with `id`, then `total`. Always printable ASCII (0x20–0x7E): names are
@@ -43,7 +47,11 @@ export function renderServerTiming(profile: Renderable, options: ServerTimingOpt
     throw codedError('MINIPROF_ERR_INVALID_ARGUMENT', `renderServerTiming() option "maxBytes" must be a number, got ${describe(maxBytes)}`);
   }
   const max = Math.max(MIN_MAX_BYTES, maxBytes);
-  const total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
+  let total = options.id === true ? `miniprof;desc="${quoted(p.id)}", total;dur=${ms1(p.durationMs)}` : `total;dur=${ms1(p.durationMs)}`;
+  // miniprof's own time (issue 58), kept like `total` so it is never cut away; its own name, as
+  // `miniprof` already names the profile's id.
+  const self = p.miniprofMs;
+  if (typeof self === 'number' && self >= 0.05) total = `miniprof-self;dur=${ms1(self)}, ${total}`;
   // Most values fit whole, and are sent whole: fit() reserves room for a `more` metric at every
   // metric, so it could drop a last short one that fits. The metrics are then joined as they are
   // made; a value that does not fit makes them again, as a list to cut.
@@ -63,16 +71,26 @@ const SEP = ', ';
 function metrics(p: ProfileJSON, list: string[] | null): string {
   let all = '';
   const top = p.root.children;
+  const groups = top.length > 1 ? sameNamed(top, token) : null;
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
-    // DevTools shows only name and desc: say there that the step held the event loop.
-    if (c.blocking === true) all = add(list, all, metric(c.name, c.durationMs, `${c.name} (${blockingNote(c)})`));
+    const group = groups === null ? undefined : groups.get(token(c.name));
+    if (group !== undefined) {
+      // Said once, at its first step.
+      if (group[0] === c) all = add(list, all, metric(c.name, wallOf(group), groupDesc(group, p.root, token)));
+      continue;
+    }
+    const notes = stepNotes(c, NOTES);
+    // DevTools shows only name and desc: say there what the step's line says.
+    if (c.blocking === true || notes.length > 0) all = add(list, all, metric(c.name, c.durationMs, describedStep(c, notes)));
     else if (list === null) all += stepMetric(c.name, c.durationMs, 2);
     else list.push(stepMetric(c.name, c.durationMs, 1));
   }
   const cats = categories(p);
   for (let i = 0; i < cats.length; i++) {
     const s = cats[i]!;
+    // Plumbing (a pool checkout) is in its step's time: not a metric of its own.
+    if (isPlumbing(s.category)) continue;
     all = add(list, all, metric(s.category, s.wallMs, categoryDesc(s)));
   }
   if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
@@ -200,7 +218,7 @@ function tokenOf(name: string, i: number): string {
 }
 
 function reserved(t: string): string {
-  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' ? `${t}_` : t;
+  return t === 'total' || t === 'more' || t === 'event-loop' || t === 'miniprof' || t === 'miniprof-self' ? `${t}_` : t;
 }
 
 /** RFC 9110 tchar. */

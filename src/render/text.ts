@@ -1,4 +1,5 @@
-import type { FanOutJSON, ProfileJSON, TimingJSON } from '../core/types.js';
+import type { ProfileJSON, TimingJSON } from '../core/types.js';
+import { stepNotes, type NoteStyle } from './marks.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
 import { blockingNote, ms1, ms1With, tenths } from './format.js';
@@ -16,9 +17,9 @@ export interface TextOptions {
  * one line per step (`>` repeated depth times, a space, the name, ` = `, the duration), with
  * `trace <traceId>` ending the header when an OpenTelemetry span was active,
  * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` (`56.2ms held` for the
- * loop held after an await, see format.ts blockingNote), `(parallel x2.9)` when its children
- * overlapped, and `(serialized: 5 × load user ran one at a time)` or `(5 × load user: 2.0 at
- * once)` for children started together (src/analysis/fanout.ts). Custom timings follow their step as
+ * loop held after an await, see format.ts blockingNote), then its N+1 and its one verdict on
+ * concurrency (`(N+1: 12 × select … where author_id = ?)`, `(serialized: 5 × load user ran one
+ * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts). Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
  * masked shape, and `!` lines for a stalled event loop, a process that did not run, a first
@@ -44,6 +45,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   }
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
+  out += ownTime(p);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   out += runNotes(p);
   if (p.droppedSteps > 0) out += `! ${p.droppedSteps} more steps were not recorded (maxSteps or maxDepth)\n`;
@@ -51,6 +53,15 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   const warnings = p.warnings;
   for (let i = 0; i < warnings.length; i++) out += `! ${escapeText(warnings[i]!, ascii)}\n`;
   return out;
+}
+
+/**
+ * What miniprof spent on the response itself, when one decimal can show it: not a step, and not
+ * in the root's time (the root stopped when the app handed the response over).
+ */
+function ownTime(p: ProfileJSON): string {
+  const ms = p.miniprofMs;
+  return typeof ms === 'number' && ms >= 0.05 ? `miniprof's own time: ${ms1(ms)}ms (not in the times above)\n` : '';
 }
 
 /**
@@ -98,7 +109,7 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
@@ -106,8 +117,8 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
     if (t.error === true) out += ' (error)';
     if (t.unfinished === true) out += ' (unfinished)';
     if (t.blocking === true) out += ` (${blockingNote(t)})`;
-    if (t.parallelism !== undefined) out += ` (parallel x${ms1(t.parallelism)})`;
-    if (t.concurrency !== undefined && t.fanOut !== undefined) out += fanOutNote(t.concurrency, t.serialized === true, t.fanOut, ascii);
+    const notes = stepNotes(t, ascii ? ASCII_NOTES : UTF8_NOTES);
+    for (let i = 0; i < notes.length; i++) out += ` (${notes[i]})`;
     out += '\n';
   }
   const custom = t.custom;
@@ -127,16 +138,8 @@ function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): strin
   return out;
 }
 
-/**
- * ` (serialized: 5 × load user ran one at a time)`, or ` (5 × load user: 2.0 at once)` when more
- * than one ran at a time; custom timings are named by category and shape
- * (`3 × [sql] select pg_sleep(?)`). `x` for `×` when the output must be ASCII.
- */
-function fanOutNote(c: number, serialized: boolean, f: FanOutJSON, ascii: boolean): string {
-  const name = f.category === undefined ? escapeText(f.name, ascii) : `[${escapeText(f.category, ascii)}] ${escapeText(f.name, ascii)}`;
-  const group = `${f.count} ${ascii ? 'x' : '\u00d7'} ${name}`;
-  return serialized ? ` (serialized: ${group} ran one at a time)` : ` (${group}: ${ms1(c)} at once)`;
-}
+const UTF8_NOTES: NoteStyle = { times: '\u00d7', text: (x) => escapeText(x, false), commands: true };
+const ASCII_NOTES: NoteStyle = { times: 'x', text: (x) => escapeText(x, true), commands: true };
 
 /**
  * One line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`: the

@@ -16,6 +16,8 @@
  * Server-Timing of other origins is hidden by the browser without Timing-Allow-Origin, which
  * miniprof never sets: only same-origin calls are listed, as only their profiles are readable.
  */
+import { BADGE_TREE_JS } from './badge-tree.js';
+
 export const BADGE_JS = String.raw`/* miniprof badge */
 (function () {
   'use strict';
@@ -61,7 +63,10 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     '.cat{color:#8250df;margin-right:6px}tr.err td{color:#a40e26}',
     '.f{display:inline-block;font-size:10px;line-height:15px;padding:0 5px;border-radius:8px;background:#eaeef2;color:#57606a;margin-left:4px;font-family:system-ui,sans-serif;vertical-align:1px}',
     '.f.blocking{background:#fff8c5;color:#7d4e00}.f.n1,.f.duplicate,.f.similar,.f.serialized{background:#fff1e5;color:#953800}.f.error{background:#ffebe9;color:#a40e26}',
-    '.msg{color:#57606a;padding:8px 0}'
+    '.msg{color:#57606a;padding:8px 0}',
+    'tr.c td.name{white-space:normal}.nm{flex-wrap:wrap}tr.c .tx{overflow-wrap:anywhere;display:-webkit-box;-webkit-line-clamp:3;-webkit-box-orient:vertical}',
+    '.fx{border:0;background:none;padding:0 4px 0 0;color:#0969da}tr.fold td.name{font-weight:600}',
+    '@media (max-width:520px){td.bar{display:none}}'
   ].join('\n');
 
   // The page's profile first, then each profiled fetch/XHR as seen.
@@ -257,49 +262,14 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     walk(table, p.root, 0, scale, p);
   }
 
-  function walk(table, t, depth, scale, p) {
-    var f = [];
-    if (t.error) f.push('error');
-    if (t.blocking) f.push('blocking');
-    if (t.serialized) f.push('serialized');
-    if (t.parallelism) f.push('parallel \u00d7' + t.parallelism);
-    row(table, 's' + (t.error ? ' err' : ''), depth, null, t.name, t, scale, f);
-    var inside = (t.custom || []).map(function (c) { return { c: c, at: c.startMs }; })
-      .concat((t.children || []).map(function (s) { return { s: s, at: s.startMs }; }));
-    inside.sort(function (x, y) { return x.at - y.at; });
-    if (inside.length > 400) inside.length = 400;
-    inside.forEach(function (x) {
-      if (x.s) return walk(table, x.s, depth + 1, scale, p);
-      var c = x.c;
-      var cf = [];
-      if (c.error) cf.push('error');
-      if (c.duplicate) cf.push('duplicate');
-      if (c.similar !== undefined) cf.push('similar #' + c.similar);
-      row(table, 'c' + (c.error ? ' err' : ''), depth + 1, c.category, c.command, c, scale, cf);
-    });
-  }
-
-  function row(table, cls, depth, cat, text, t, scale, f) {
-    var tr = table.appendChild(el('tr', cls));
-    var name = tr.appendChild(el('td', 'name'));
-    name.style.paddingLeft = 4 + Math.min(depth, 16) * 12 + 'px';
-    name.title = (cat ? '[' + cat + '] ' : '') + text;
-    var nm = name.appendChild(el('div', 'nm'));
-    if (cat) nm.appendChild(el('span', 'cat', cat));
-    nm.appendChild(el('span', 'tx', text));
-    f.forEach(function (x) { nm.appendChild(chip(x)); });
-    tr.appendChild(el('td', 'ms', ms(t.durationMs)));
-    var bar = tr.appendChild(el('td', 'bar')).appendChild(el('i'));
-    bar.style.left = Math.min(100, Number(t.startMs) * scale) + '%';
-    bar.style.width = Math.min(100, Number(t.durationMs) * scale) + '%';
-  }
-
+` + BADGE_TREE_JS + String.raw`
   function flagsOf(p) {
     var out = { error: false, blocking: p.eventLoopDelayMs !== undefined, n1: !!(p.similar && p.similar.length), serialized: false };
     (function visit(t) {
       if (t.error) out.error = true;
       if (t.blocking) out.blocking = true;
       if (t.serialized) out.serialized = true;
+      if (t.nPlusOne) out.n1 = true;
       (t.custom || []).forEach(function (c) {
         if (c.error) out.error = true;
         if (c.duplicate || c.similar !== undefined) out.n1 = true;
@@ -316,7 +286,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
   }
 
   function chip(text) {
-    var cls = text === 'N+1' ? 'n1' : text.split(' ')[0];
+    var cls = text.indexOf('N+1') === 0 ? 'n1' : text.split(' ')[0];
     return el('span', 'f ' + cls, text);
   }
 

@@ -3,6 +3,7 @@ import { boolOption, fnOption, intOption, invalid } from '../core/options.js';
 import { resolveBadge, type BadgeConfig } from '../http/badge.js';
 import { memoryStore } from './memory-store.js';
 import type { ProfileStore } from './store.js';
+import { breaker, RETRY_AFTER_MS } from './timeout.js';
 
 /** The `results` option: where profiles are kept and where the pages are served. */
 export interface ResultsOptions<Req = any> {
@@ -12,7 +13,10 @@ export interface ResultsOptions<Req = any> {
   store?: ProfileStore;
   /** Rows on the list page. Default 50. */
   listLimit?: number;
-  /** A store read slower than this answers the developer 503 (and is reported). Default 5000. */
+  /**
+   * A store read slower than this answers the developer 503 (and is reported); after one, the
+   * store is skipped for 10 s (reported once), then tried again. Default 5000.
+   */
   timeoutMs?: number;
   /**
    * Whose profiles a developer's request makes and sees, for apps that know their users (a
@@ -35,6 +39,8 @@ export interface ResultsConfig {
   store: ProfileStore;
   listLimit: number;
   timeoutMs: number;
+  /** A store call bounded by `timeoutMs`, skipped for a while after one timed out (timeout.ts `breaker`). */
+  bounded: <T>(call: () => T | PromiseLike<T>, message: string) => Promise<T>;
   owner: ((req: unknown) => unknown) | null;
   /** Save a 404 with nothing timed (src/results/save.ts worthKeeping). */
   keepNotFound: boolean;
@@ -92,11 +98,13 @@ export function resolveResults(o: Record<string, unknown>): ResultsConfig | null
   }
   const keepNotFound = ro.keepNotFound === undefined ? false : ro.keepNotFound;
   if (typeof keepNotFound !== 'boolean') throw invalid('results.keepNotFound', 'a boolean', keepNotFound);
+  const timeoutMs = intOption(ro, 'timeoutMs', 5000, 1, 600_000);
   return {
     basePath,
     store: store as ProfileStore,
     listLimit: intOption(ro, 'listLimit', 50, 1, 1000),
-    timeoutMs: intOption(ro, 'timeoutMs', 5000, 1, 600_000),
+    timeoutMs,
+    bounded: breaker(timeoutMs, RETRY_AFTER_MS),
     owner: fnOption<((req: unknown) => unknown) | null>(ro, 'owner', null),
     keepNotFound,
     secret,

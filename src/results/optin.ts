@@ -18,36 +18,51 @@ export interface OptIn {
   expires: number;
 }
 
-function mac(secret: Buffer, payload: string): Buffer {
-  return createHmac('sha256', secret).update(payload).digest();
+/**
+ * The MAC signs the origin too: the request's `Host` (host and port, lowercased) when the cookie
+ * was minted, which is not in the cookie. Browsers do not isolate cookies by port (RFC 6265 8.5):
+ * a page on another port of the same host (another app on localhost, say) can set
+ * `__Host-miniprof`, and the browser sends this app's cookie to every port of the host. Bound to
+ * its origin, a cookie minted by another port's app (the same secret copied into both, a shared
+ * store) admits nothing here, nor does ours there.
+ */
+function mac(secret: Buffer, payload: string, origin: string): Buffer {
+  return createHmac('sha256', secret).update(`${payload}\n${origin}`).digest();
+}
+
+/** The origin a cookie is bound to: the `Host` header as sent, lowercased ('' without one). */
+export function originOf(host: unknown): string {
+  return typeof host === 'string' ? host.trim().toLowerCase() : '';
 }
 
 /**
- * `v2.<token>.<expires, epoch seconds>.<generation>.<HMAC-SHA256, base64url>`. The token is random
- * per opt-in, so two developers behind one address get two identities; the store keeps the tokens
- * it minted (opt-out removes one), and `optInGeneration` is signed in, so changing it voids all.
+ * `v3.<token>.<expires, epoch seconds>.<generation>.<HMAC-SHA256, base64url>`, the MAC over those
+ * and `origin` (see mac). The token is random per opt-in, so two developers behind one address get
+ * two identities; the store keeps the tokens it minted (opt-out removes one), and
+ * `optInGeneration` is signed in, so changing it voids all.
  */
-export function signOptIn(secret: Buffer, nowMs: number, maxAgeMs: number, generation = 0): { value: string; optIn: OptIn } {
+export function signOptIn(secret: Buffer, nowMs: number, maxAgeMs: number, generation = 0, origin = ''): { value: string; optIn: OptIn } {
   const token = randomUUID();
   const expires = Math.floor((nowMs + maxAgeMs) / 1000);
-  const payload = `v2.${token}.${expires}.${generation}`;
-  return { value: `${payload}.${mac(secret, payload).toString('base64url')}`, optIn: { token, expires } };
+  const payload = `v3.${token}.${expires}.${generation}`;
+  return { value: `${payload}.${mac(secret, payload, origin).toString('base64url')}`, optIn: { token, expires } };
 }
 
 /**
  * The opt-in in a `Cookie` header, or null when there is none or it is forged, tampered with,
- * malformed, expired or of another generation. Only the cookie name this request may carry is
- * read (`secure`: `__Host-miniprof`, else `miniprof`). The MAC is compared in constant time.
- * Whether the store still knows the token is the caller's next question.
+ * malformed, expired, of another generation, or minted for another origin than this request's
+ * (`origin`, see originOf). Only the cookie name this request may carry is read (`secure`:
+ * `__Host-miniprof`, else `miniprof`). The MAC is compared in constant time. Whether the store
+ * still knows the token is the caller's next question.
  */
-export function readOptIn(secret: Buffer, cookieHeader: unknown, nowMs: number, secure: boolean, generation = 0): OptIn | null {
+export function readOptIn(secret: Buffer, cookieHeader: unknown, nowMs: number, secure: boolean, generation = 0, origin = ''): OptIn | null {
   if (typeof cookieHeader !== 'string') return null;
   const value = cookieValue(cookieHeader, secure ? HOST_COOKIE : COOKIE);
   if (value === null) return null;
-  const m = /^v2\.([0-9a-f-]{36})\.(\d{1,12})\.(\d{1,9})\.([A-Za-z0-9_-]{43})$/.exec(value);
+  const m = /^v3\.([0-9a-f-]{36})\.(\d{1,12})\.(\d{1,9})\.([A-Za-z0-9_-]{43})$/.exec(value);
   if (m === null) return null;
   const given = Buffer.from(m[4]!, 'base64url');
-  const want = mac(secret, `v2.${m[1]}.${m[2]}.${m[3]}`);
+  const want = mac(secret, `v3.${m[1]}.${m[2]}.${m[3]}`, origin);
   if (given.length !== MAC_BYTES || !timingSafeEqual(given, want)) return null;
   if (Number(m[3]) !== generation) return null;
   const expires = Number(m[2]);

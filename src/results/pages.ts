@@ -4,6 +4,7 @@ import { escapeHtml, jsonForScript, msText } from './html.js';
 import { FLAGS, summarize, UUID, type ProfileSummary } from './store.js';
 import { bars, folds, markHtml, marksOf, rows, scaleOf, type Fold, type Mark, type Row } from './timeline.js';
 import { readProfile } from './view.js';
+import { unionMs } from '../analysis/wall.js';
 
 /**
  * Headers of every results response. No script may run and nothing but our own stylesheet may
@@ -47,7 +48,7 @@ th{font-weight:600;color:#57606a;font-size:12px}.num{text-align:right;white-spac
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
 .flag{display:inline-block;font-size:11px;line-height:16px;padding:0 6px;border-radius:8px;background:#eaeef2;margin:1px 4px 1px 0;white-space:nowrap}
 .flag.error,.flag.aborted,.flag.malformed{background:#ffebe9;color:#a40e26}
-.flag.duplicate,.flag.similar,.flag.n\\+1{background:#fff1e5;color:#953800}
+.flag.duplicate,.flag.similar,.flag.n1,.flag.n\\+1{background:#fff1e5;color:#953800}
 .flag.blocking{background:#fff8c5;color:#7d4e00}.flag.serialized{background:#fbefff;color:#8250df}
 .cat{color:#8250df;margin-right:6px;font-size:12px}tr.error td.name{color:#a40e26}
 p.error{color:#a40e26}ul.warnings{color:#953800}ul.problems{color:#a40e26}
@@ -276,6 +277,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string, pat
   body += fact('Custom timings', String(s.custom));
   if (p.droppedSteps > 0) body += fact('Not recorded', String(p.droppedSteps));
   if (p.eventLoopDelayMs !== undefined) body += fact('Event-loop delay', msText(p.eventLoopDelayMs));
+  if (p.miniprofMs !== undefined) body += fact('miniprof\'s own time', msText(p.miniprofMs));
   if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += stepsTable(p);
@@ -327,21 +329,25 @@ function foldHead(p: ProfileJSON, list: readonly Row[], f: Fold, scale: number):
     const shape = escapeHtml(g?.command ?? first.name);
     name = `<span class="cat">${escapeHtml(first.category)}</span> <code class="shape" title="${shape}">${shape}</code>`;
   }
-  let total = 0;
-  let self = 0;
+  // The wall time (the union of the members' intervals) under Total, as every row's is: ten
+  // parallel 8 ms calls took 8 ms of their parent's time, not 80. The sum only labelled as one.
+  const pairs: number[] = [];
+  let sum = 0;
   let lo = Infinity;
   let hi = -Infinity;
   for (const h of heads) {
-    total += h.durationMs;
-    self += h.selfMs;
+    pairs.push(h.startMs, h.startMs + h.durationMs);
+    sum += h.durationMs;
     lo = Math.min(lo, h.durationMs);
     hi = Math.max(hi, h.durationMs);
   }
+  const wall = unionMs(pairs, Infinity);
   const range = lo === hi ? `${msText(lo)} each` : `${msText(lo)}–${msText(hi)} each`;
+  const summed = heads.length > 1 && Math.abs(sum - wall) >= 0.05 ? `<span class="range" title="their durations added up">${escapeHtml(msText(sum))} summed</span>` : '';
   return (
     `<tr class="fold-head ${first.kind}"><td class="name d${d}"><details><summary><span class="count">${heads.length} ×</span> ${name}</summary></details></td>` +
-    `<td class="bar">${bars(heads, scale)}</td><td class="num">${escapeHtml(msText(self))}</td><td class="num">${escapeHtml(msText(total))}</td>` +
-    `<td class="marks"><span class="range">${escapeHtml(range)}</span>${markHtml(merged(heads))}</td></tr>`
+    `<td class="bar">${bars(heads, scale)}</td><td class="num"></td><td class="num">${escapeHtml(msText(wall))}</td>` +
+    `<td class="marks"><span class="range">${escapeHtml(range)}</span>${summed}${markHtml(merged(heads))}</td></tr>`
   );
 }
 

@@ -3,7 +3,7 @@ import { codedError, describe } from '../core/errors.js';
 import { checkObject, intOption, invalid } from '../core/options.js';
 import type { ProfileJSON } from '../core/types.js';
 import { CAPTURE_OWNER, DEFAULT_MAX_OPT_INS, summarize, UUID, type ProfileStore, type ProfileSummary } from './store.js';
-import { withTimeout } from './timeout.js';
+import { breaker, RETRY_AFTER_MS } from './timeout.js';
 
 /** An ioredis client (`call`) or a node-redis client (`sendCommand`), connected by the app. */
 export type RedisClientLike =
@@ -27,11 +27,17 @@ export interface RedisStoreOptions {
   maxBytes?: number;
   /** A command that takes longer fails (and is reported) instead of waiting for a reconnect. Default 2000. */
   timeoutMs?: number;
+  /**
+   * After a command timed out or failed, commands fail at once for this long (reported once, not
+   * per request), then one tries Redis again: while Redis is away, nobody waits `timeoutMs` on
+   * every request. Default 10000.
+   */
+  retryAfterMs?: number;
   /** Opt-in tokens kept per developer; minting one more drops their oldest. Default 10. */
   maxOptIns?: number;
 }
 
-const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs', 'maxOptIns', 'captureMaxCount'];
+const KEYS = ['prefix', 'maxCount', 'maxAgeMs', 'maxBytes', 'timeoutMs', 'retryAfterMs', 'maxOptIns', 'captureMaxCount'];
 
 /**
  * One atomic opt-in: the token's key with its TTL, pushed on the owner's list of tokens, the list
@@ -76,8 +82,9 @@ return #gone`;
  * (the owner's list, newest first, at most `maxCount`), all with a TTL of `maxAgeMs`. Owners are
  * hashed so no identity appears in a key name.
  *
- * Commands are bounded by `timeoutMs`: while Redis is away a save fails fast and goes to
- * `onInternalError`; the request it belongs to has already been answered.
+ * Commands are bounded by `timeoutMs`: while Redis is away a save fails and goes to
+ * `onInternalError` (the request it belongs to has already been answered), and after the first
+ * timeout or failure every command fails at once for `retryAfterMs` (src/results/timeout.ts `breaker`).
  *
  * @example
  * import { createClient } from 'redis';
@@ -95,10 +102,14 @@ export function redisStore(client: RedisClientLike, options?: RedisStoreOptions)
   const maxAgeMs = intOption(o, 'maxAgeMs', 30 * 60_000, 1, 365 * 24 * 3_600_000);
   const maxBytes = intOption(o, 'maxBytes', 1 << 20, 1024, 512 << 20);
   const timeoutMs = intOption(o, 'timeoutMs', 2000, 1, 600_000);
+  const retryAfterMs = intOption(o, 'retryAfterMs', RETRY_AFTER_MS, 1, 3_600_000);
   const maxOptIns = intOption(o, 'maxOptIns', DEFAULT_MAX_OPT_INS, 1, 10_000);
+  // Any failure trips it: a client gives up on a refused connection after its own retries (ioredis's
+  // maxRetriesPerRequest), and an error reply (OOM, READONLY) means the store cannot take ours either.
+  const bounded = breaker(timeoutMs, retryAfterMs, true);
 
   function run(args: string[]): Promise<unknown> {
-    return withTimeout(() => send(args), timeoutMs, `miniprof redis store: ${args[0]} took longer than ${timeoutMs} ms`);
+    return bounded(() => send(args), `miniprof redis store: ${args[0]}`);
   }
 
   const owned = (owner: string) => createHash('sha256').update(owner).digest('hex').slice(0, 32);

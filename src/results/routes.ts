@@ -3,12 +3,13 @@ import type { HttpConfig } from '../http/config.js';
 import { hostAllowed } from '../http/proxy.js';
 import type { ProfileJSON } from '../core/types.js';
 import type { ResultsConfig } from './config.js';
-import { cookieSecure, hostOf, optInCookie, optOutCookie, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
+import { cookieSecure, hostOf, optInCookie, optOutCookie, originOf, readOptIn, sameOrigin, signOptIn, type Headers, type OptIn } from './optin.js';
 import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
-import { withTimeout } from './timeout.js';
+import { readProfile } from './view.js';
+import { renderText } from '../render/text.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
 
 /** Who a developer request belongs to: profiles are keyed to `owner`. */
@@ -47,7 +48,7 @@ export function decide<Req>(
   if (r !== null && r.secret !== null) {
     const cookie = cookieOf(req);
     if (typeof cookie === 'string' && cookie.includes('miniprof=')) {
-      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration);
+      const optIn = readOptIn(r.secret, cookie, Date.now(), secureFor(cfg, req), r.optInGeneration, originOf(hostOf(cfg.headers(req))));
       if (optIn !== null) return known(cfg, r, req, optIn);
     }
   }
@@ -125,9 +126,21 @@ function reply(status: number, type: string, body: string, extra?: Record<string
 }
 
 const HTML = 'text/html; charset=utf-8';
+const TEXT = 'text/plain; charset=utf-8';
 
 /**
- * Answer a developer's request under the base path, or return null to hand it to the app (which
+ * `<id>.txt`: the text tree, as the HTML comment has it, for `curl`. A stored profile that is not
+ * v1 JSON (a store may hand back anything) is said in one line, as the page says it.
+ */
+function profileText(stored: unknown): string {
+  const read = readProfile(stored);
+  if (!read.ok) return `miniprof: this stored profile cannot be shown: ${read.error}.\n`;
+  return renderText(read.profile);
+}
+
+/**
+ * Answer a developer's request under the base path (the list, `<id>` the page, `<id>.json`,
+ * `<id>.txt` the text tree; the same under `/captured/`), or return null to hand it to the app (which
  * then gives its own 404 or 405): every method but GET and HEAD (and POST to the opt-in routes),
  * and every path we do not serve. Nothing here takes code, SQL or file paths; ids must be UUIDs.
  * `headers` are the request's (Node's, lowercase): `Host`, and `Origin` / `Sec-Fetch-Site` for
@@ -162,11 +175,13 @@ export async function serveResults(
     const captured = rest.startsWith('/captured/');
     const at = captured ? rest.slice('/captured'.length) : rest;
     const json = at.endsWith('.json');
-    const id = at.slice(1, json ? -5 : undefined);
+    const txt = at.endsWith('.txt');
+    const id = at.slice(1, json || txt ? -(json ? 5 : 4) : undefined);
     if (at[0] !== '/' || !UUID.test(id)) return null;
     const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
+    if (txt) return reply(200, TEXT, profileText(p));
     return reply(200, HTML, renderProfilePage(p, base, id, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);
@@ -195,7 +210,7 @@ async function optInRoute(r: ResultsConfig, dev: Developer, method: string | und
     return reply(303, HTML, '', { ...back, 'Set-Cookie': optOutCookie(secure) });
   }
   if (dev.optIn !== null) return reply(303, HTML, '', back);
-  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration);
+  const { value, optIn } = signOptIn(r.secret!, Date.now(), r.optInMaxAgeMs, r.optInGeneration, originOf(hostOf(headers)));
   await bounded(r, () => store.addOptIn(dev.owner, optIn.token, optIn.expires * 1000));
   return reply(303, HTML, '', { ...back, 'Set-Cookie': optInCookie(value, r.optInMaxAgeMs, secure) });
 }
@@ -254,7 +269,11 @@ function bySlowest(list: unknown[]): unknown[] {
   return list.map((s, i) => ({ s, i })).sort((a, b) => ms(b.s) - ms(a.s) || a.i - b.i).map((x) => x.s);
 }
 
-/** A store call that may throw, reject or never settle, bounded by `timeoutMs`. */
+/**
+ * A store call that may throw, reject or never settle, bounded by `timeoutMs`; after one timed
+ * out, skipped for a while (src/results/timeout.ts `breaker`): an opted-in developer's request
+ * asks the store first, and must not wait `timeoutMs` each time while the store is away.
+ */
 function bounded<T>(r: ResultsConfig, call: () => Promise<T>): Promise<T> {
-  return withTimeout(call, r.timeoutMs, `miniprof: the profile store did not answer within ${r.timeoutMs} ms`);
+  return r.bounded(call, 'miniprof: the profile store');
 }

@@ -7,6 +7,8 @@ export interface HeaderTarget {
   getHeader(name: string): unknown;
   setHeader(name: string, value: string | string[]): unknown;
   removeHeader(name: string): void;
+  /** The names set so far (Node gives them lowercase). */
+  getHeaderNames(): string[];
 }
 
 /**

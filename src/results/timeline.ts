@@ -1,5 +1,6 @@
 import type { CustomTimingJSON, ProfileJSON, TimingJSON } from '../core/types.js';
 import { escapeHtml, msText, num } from './html.js';
+import { isPlumbing } from '../analysis/plumbing.js';
 
 /** The bars are drawn in a 1000-unit-wide viewBox stretched to the column: they scale with it. */
 export const BAR_UNITS = 1000;
@@ -26,10 +27,14 @@ export interface Row {
   blocking: Mark | undefined;
   /** The id of the custom timing's group of similar commands (N+1), if any. */
   similar: number | undefined;
-  /** A step whose children overlapped: their summed durations over its own. */
+  /** A step whose children overlapped: their summed durations over its own (only without a fan-out verdict). */
   parallelism: number | undefined;
   /** `serialized ×N`, or how many of a fan-out ran at once. */
   fanOut: Mark | undefined;
+  /** The N+1 the step ran (`nPlusOne`): `N+1 ×12`. */
+  nPlusOne: Mark | undefined;
+  /** A custom timing that is plumbing (a pool checkout): never folded, never breaks a fold. */
+  plumbing: boolean;
 }
 
 /**
@@ -101,8 +106,11 @@ export function rows(p: ProfileJSON): Row[] {
       duplicate: false,
       blocking: blockingMark(t),
       similar: undefined,
-      parallelism: t.parallelism,
+      // One verdict on concurrency: the fan-out's, where there is one (stored JSON may have both).
+      parallelism: t.concurrency !== undefined ? undefined : t.parallelism,
       fanOut: fanOutMark(t),
+      nPlusOne: nPlusOneMark(t),
+      plumbing: false,
     };
     out.push(row);
     open.push(row);
@@ -134,7 +142,16 @@ function customRow(c: CustomTimingJSON, depth: number, at: number): Row {
     similar: c.similar,
     parallelism: undefined,
     fanOut: undefined,
+    nPlusOne: undefined,
+    plumbing: isPlumbing(c.category),
   };
+}
+
+/** `N+1 ×12`, the group named on hover. */
+function nPlusOneMark(t: TimingJSON): Mark | undefined {
+  const n = t.nPlusOne;
+  if (n === undefined) return undefined;
+  return { cls: 'n1', text: `N+1 ×${n.count}`, title: `${n.count} × [${n.category}] ${n.command}: one query per item, where one query for all would do` };
 }
 
 /** A step's duration less the time covered by at least one child step (clipped to the step). */
@@ -192,7 +209,9 @@ function foldKey(r: Row): string {
 
 /**
  * The runs of FOLD_MIN or more consecutive siblings with one fold key, outermost first; a run
- * inside a folded run is not folded again (its rows are already behind the fold).
+ * inside a folded run is not folded again (its rows are already behind the fold). Plumbing rows
+ * between members (a pool checkout before each query) are taken into the run, never as heads;
+ * those after its last member are left out of it.
  */
 export function folds(list: readonly Row[]): Fold[] {
   const out: Fold[] = [];
@@ -203,9 +222,12 @@ export function folds(list: readonly Row[]): Fold[] {
     const heads = [i];
     let j = r.end;
     if (key !== '') {
-      while (j < list.length && list[j]!.depth === r.depth && foldKey(list[j]!) === key) {
-        heads.push(j);
-        j = list[j]!.end;
+      for (;;) {
+        let k = j;
+        while (k < list.length && list[k]!.depth === r.depth && list[k]!.plumbing) k = list[k]!.end;
+        if (k >= list.length || list[k]!.depth !== r.depth || foldKey(list[k]!) !== key) break;
+        heads.push(k);
+        j = list[k]!.end;
       }
     }
     if (heads.length >= FOLD_MIN) {
@@ -261,6 +283,7 @@ export function marksOf(r: Row): Mark[] {
   if (r.error) m.push({ cls: 'error', text: 'error' });
   if (r.unfinished) m.push({ cls: 'unfinished', text: 'unfinished' });
   if (r.blocking !== undefined) m.push(r.blocking);
+  if (r.nPlusOne !== undefined) m.push(r.nPlusOne);
   if (r.duplicate) m.push({ cls: 'duplicate', text: 'duplicate' });
   if (r.similar !== undefined) m.push({ cls: 'similar', text: `similar #${num(r.similar)}` });
   if (r.fanOut !== undefined) m.push(r.fanOut);

@@ -75,6 +75,12 @@ function timing(at: At, stack: At[]): void {
     if (f.category !== undefined && typeof f.category !== 'string') fail(`${pathOf(at)}.fanOut.category`, 'a string');
     if (f.similar !== undefined && !isNum(f.similar)) fail(`${pathOf(at)}.fanOut.similar`, 'a number');
   }
+  if (t.nPlusOne !== undefined) {
+    const g = t.nPlusOne;
+    if (!isObj(g)) fail(`${pathOf(at)}.nPlusOne`, 'an object');
+    for (const k of ['category', 'command']) if (typeof g[k] !== 'string') fail(`${pathOf(at)}.nPlusOne.${k}`, 'a string');
+    for (const k of ['count', 'similar']) if (!isNum(g[k])) fail(`${pathOf(at)}.nPlusOne.${k}`, 'a number');
+  }
   if (!Array.isArray(t.children)) fail(`${pathOf(at)}.children`, 'an array');
   const children = t.children as unknown[];
   // Pushed, not recursed into: no depth of a stored tree can overflow the stack.
@@ -107,6 +113,7 @@ export function readProfile(p: unknown): ReadProfile {
     num(p, 'durationMs', 'profile');
     num(p, 'droppedSteps', 'profile');
     num(p, 'eventLoopDelayMs', 'profile', true);
+    num(p, 'miniprofMs', 'profile', true);
     num(p, 'notRunMs', 'profile', true);
     flag(p, 'startup', 'profile');
     arr(p.warnings, 'profile.warnings').forEach((w, i) => {

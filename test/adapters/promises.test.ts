@@ -202,7 +202,7 @@ describe.each(ADAPTERS)('$name', (a) => {
       },
     };
     const r = await raw(await start(a, dev, routes), { path: '/calls', headers: { 'x-dev': '1' } });
-    const metrics = r.headers['server-timing']![0]!.split(', ').map((m) => m.split(';')[0]);
+    const metrics = r.headers['server-timing']![0]!.split(', ').map((m) => m.split(';')[0]).filter((m) => m !== 'miniprof-self');
     expect(metrics.filter((m) => m !== 'event-loop')).toEqual(['remote', 'http', 'total']);
     await waitFor(() => profiles[0]!.sealed, 3000, 'sealed');
     const custom = profiles[0]!.toJSON().root.children[0]!.custom!;
@@ -286,7 +286,7 @@ describe.each(ADAPTERS)('$name', (a) => {
         if (!withoutDate(r.bytes).equals(withoutDate(want.bytes))) failures.push(`${id}: not the app's bytes`);
         continue;
       }
-      const metrics = r.headers['server-timing']![0]!.split(', ').map((m) => m.split(';')[0]).filter((m) => m !== 'event-loop');
+      const metrics = r.headers['server-timing']![0]!.split(', ').map((m) => m.split(';')[0]).filter((m) => m !== 'event-loop' && m !== 'miniprof-self');
       if (metrics.join() !== [`${id}_a`, `${id}_p0`, `${id}_p1`, `${id}_p2`, 'total'].join()) failures.push(`${id}: Server-Timing ${metrics.join()}`);
       if (r.payload.toString().replace(COMMENT, '') !== `<html><body>${id}</body></html>`) failures.push(`${id}: body`);
     }

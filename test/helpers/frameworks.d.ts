@@ -12,3 +12,14 @@ declare module 'polka' {
   }
   export default function polka(): Polka;
 }
+// mssql ships no types (@types/mssql lags its 12.x); the tests use a ConnectionPool and a Request.
+declare module 'mssql' {
+  class ConnectionPool {
+    constructor(config: Record<string, unknown>);
+    on(event: string, listener: (...args: unknown[]) => void): this;
+    request(): { query(command: string): Promise<unknown> };
+    close(): Promise<void>;
+  }
+  const sql: { ConnectionPool: typeof ConnectionPool };
+  export default sql;
+}

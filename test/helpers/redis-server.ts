@@ -14,11 +14,12 @@ export interface RedisServer {
 /**
  * Debian's `redis-server` (`npm test` apt-installs it first, scripts/services.mjs) on a free
  * loopback port, no persistence.
- * Resolves once it accepts connections.
+ * Resolves once it accepts connections. `port`: a port of our own (a server started again where
+ * a killed one was), else a free one.
  */
-export async function startRedis(): Promise<RedisServer> {
+export async function startRedis(port?: number): Promise<RedisServer> {
   const bin = redisServerPath();
-  const port = await freePort();
+  port ??= await freePort();
   const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   let failed: Error | null = null;

@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findChromium, findNginx, findPostgresBin, findRedisServer, installCommand } from '../../scripts/services.mjs';
+import { findChromium, findMariadb, findNginx, findPostgresBin, findRedisServer, installCommand } from '../../scripts/services.mjs';
 
 function required(what: string, found: string | null, debianPackage: string): string {
   if (found !== null) return found;
@@ -35,6 +35,11 @@ export function postgresBinDir(): string {
 /** Debian's nginx (/usr/sbin/nginx), else one on PATH. */
 export function nginxPath(): string {
   return required('nginx (/usr/sbin/nginx)', findNginx(), 'nginx');
+}
+
+/** Debian's MariaDB server (/usr/sbin/mariadbd), else one on PATH. */
+export function mariadbPath(): string {
+  return required('MariaDB (/usr/sbin/mariadbd)', findMariadb(), 'mariadb-server');
 }
 
 /** A free loopback port: listen on 0, read it, close. */

@@ -1,0 +1,38 @@
+import dc from 'node:diagnostics_channel';
+import { closeCall, openCall, type OpenCall } from './record.js';
+
+type Ctx = Record<string, unknown> & { error?: unknown };
+
+/**
+ * `mssql` (12.7+) publishes TracingChannels: `mssql:query` and `mssql:batch` (`command`: the
+ * text) and `mssql:execute` (`procedure`: a stored procedure's name). Timed with no call, as
+ * mysql2 is: open at `start` (the caller's context), close at `asyncEnd`, or at `end` when the
+ * call threw. The channels carry the parameters' names only, so the values are unknown
+ * (`CustomNode.values` unset: such a call is never called a duplicate). Called by `instrument()`.
+ */
+export function mssqlChannels(): void {
+  for (const [name, text] of [
+    ['mssql:query', (c: Ctx) => String(c.command ?? '')],
+    ['mssql:batch', (c: Ctx) => String(c.command ?? '')],
+    ['mssql:execute', (c: Ctx) => `EXEC ${String(c.procedure ?? '')}`],
+  ] as const) {
+    const open = new WeakMap<object, OpenCall>();
+    dc.tracingChannel(name).subscribe({
+      start(ctx: Ctx) {
+        const call = openCall('mssql', 'sql', text, ctx, undefined, 'mssql');
+        if (call !== undefined) open.set(ctx, call);
+      },
+      end(ctx: Ctx) {
+        if (ctx.error === undefined) return;
+        closeCall(open.get(ctx), true);
+        open.delete(ctx);
+      },
+      asyncStart() {},
+      asyncEnd(ctx: Ctx) {
+        closeCall(open.get(ctx), ctx.error !== undefined);
+        open.delete(ctx);
+      },
+      error() {},
+    } as never);
+  }
+}
