@@ -139,6 +139,8 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
+      // createRequire, for require.cache: which bluebird copies are loaded (src/core/lost-context.ts).
+      'node:module',
       'node:os',
       'node:perf_hooks',
       'node:util',
