@@ -27,12 +27,14 @@ export const SERVICE_TESTS = [
   'test/optin.test.ts',
   'test/otel-pairs.test.ts',
   'test/otel-pairs-db.test.ts',
+  'test/otel-pg-plumbing.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
   'test/otel3.test.ts',
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
+  'test/store-breaker.test.ts',
   'test/step-knex.test.ts',
 ];
 
