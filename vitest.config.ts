@@ -13,20 +13,23 @@ export const SERVICE_TESTS = [
   'test/bluebird-context.test.ts',
   'test/browser.test.ts',
   'test/capture.test.ts',
+  'test/cpu-browser.test.ts',
+  'test/cpu-redis.test.ts',
   'test/data-layers-mysql.test.ts',
   'test/data-layers-pg.test.ts',
   'test/field/express-knex.test.ts',
   'test/field/fastify-drizzle.test.ts',
   'test/field/koa-sequelize.test.ts',
   'test/insert.test.ts',
+  'test/instrument-pg-real.test.ts',
   'test/instrument.test.ts',
   'test/load-verdicts.test.ts',
-  'test/instrument-pg-real.test.ts',
+  'test/mask-mariadb.test.ts',
   'test/mask-real.test.ts',
   'test/nginx.test.ts',
   'test/optin.test.ts',
-  'test/otel-pairs.test.ts',
   'test/otel-pairs-db.test.ts',
+  'test/otel-pairs.test.ts',
   'test/otel-pg-plumbing.test.ts',
   'test/otel-real.test.ts',
   'test/otel-spans-only.test.ts',
@@ -34,15 +37,15 @@ export const SERVICE_TESTS = [
   'test/proxy.test.ts',
   'test/redis-store.test.ts',
   'test/results-hostile.test.ts',
-  'test/store-breaker.test.ts',
   'test/step-knex.test.ts',
+  'test/store-breaker.test.ts',
 ];
 
 /**
  * Test files that load the built dist/, which `npm test` builds first and `test:quick` does not
  * (test/otel3.test.ts also needs test/otel3's own install, which `npm test`'s pretest makes).
  */
-export const BUILD_TESTS = ['test/dist.test.ts', 'test/field/express-knex.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/pack.test.ts', 'test/soak.test.ts'];
+export const BUILD_TESTS = ['test/cpu-field.test.ts', 'test/dist.test.ts', 'test/field/express-knex.test.ts', 'test/heap.test.ts', 'test/otel3.test.ts', 'test/pack.test.ts', 'test/soak.test.ts'];
 
 export default defineConfig({
   test: {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { resolveHttp, type MiniprofOptions } from '../src/http/config.js';
 import { developerMiddleware, encrypted, type NodeMiddleware } from '../src/http/node.js';
+import { timeExpressRender } from '../src/http/views.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -23,7 +24,10 @@ export function miniprof<R extends Req = Req>(options?: MiniprofOptions<R>): Nod
   // Generic so `isDeveloper: (req: express.Request) => …` type-checks without this file importing express.
   // `req.secure` is Express's: it also believes X-Forwarded-Proto when the app set `trust proxy`.
   const https = (req: R) => req.secure === true || encrypted(req);
-  return developerMiddleware(resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress, [], undefined, https));
+  const cfg = resolveHttp<R>(options, 'miniprof/express', (req) => req.socket?.remoteAddress, [], undefined, https);
+  // autoSteps: `res.render` timed as a step `render <view>` (src/http/views.ts).
+  const onError = cfg.core.onInternalError;
+  return developerMiddleware(cfg, cfg.autoSteps ? (res) => timeExpressRender(res, onError) : undefined);
 }
 
 export default miniprof;

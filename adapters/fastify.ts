@@ -4,10 +4,12 @@ import fp from 'fastify-plugin';
 import { runInProfile } from '../src/core/context.js';
 import { report } from '../src/core/errors.js';
 import { resolveHttp, type HttpConfig, type MiniprofOptions } from '../src/http/config.js';
+import { timeFastifyHandler } from '../src/http/fastify-handler.js';
 import { captureNode, runEventsInProfile, sealOnClose } from '../src/http/node.js';
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 import { hookHead } from '../src/http/head.js';
+import { timeFastifyView } from '../src/http/views.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -55,6 +57,11 @@ function developer(cfg: Cfg, request: FastifyRequest, reply: FastifyReply, next:
   const p = openProfile(cfg as HttpConfig<never>, raw.method, raw.url, dev.owner, raw.headers, request);
   if (p === null) return next();
   hookReply(p, request, reply);
+  if (cfg.autoSteps) {
+    // The route handler (Fastify's tracing channel) and @fastify/view's pages as steps.
+    timeFastifyHandler(reply, reply.raw, cfg.core.onInternalError);
+    timeFastifyView(reply, cfg.core.onInternalError);
+  }
   runInProfile(p.profile, next);
 }
 

@@ -7,7 +7,9 @@ import { finishResponse, replyResponse } from '../src/http/fetch.js';
 import { captureNode, isProfiled, markProfiled, sealOnClose } from '../src/http/node.js';
 import type { Headers as NodeHeaders } from '../src/http/proxy.js';
 import { openCapture, openProfile, stripConditionals } from '../src/http/response.js';
+import { cpuHeaders } from '../src/http/cpu.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
+import { timeHonoRender } from '../src/http/views.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -69,9 +71,12 @@ async function developer(cfg: HttpConfig<Context>, c: Context, next: Next, dev: 
   // The client left while an async isDeveloper was answering: 'close' has fired already, and
   // nothing would seal a profile opened now.
   if (out?.destroyed === true) return next();
-  const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, {}, c);
+  // Only what CPU sampling reads (src/http/cpu.ts): Hono's conditionals are dropped below, its own way.
+  const p = openProfile(cfg as HttpConfig<never>, c.req.method, url, dev.owner, cpuHeaders((name) => c.req.header(name)), c);
   if (p === null) return next();
   markProfiled(c);
+  // `c.render` (c.setRenderer, jsxRenderer) as a step.
+  if (cfg.autoSteps) timeHonoRender(c);
   try {
     dropConditionals(c);
   } catch (err) {

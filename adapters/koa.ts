@@ -6,6 +6,7 @@ import { captureNode, isProfiled, markProfiled, sealOnClose } from '../src/http/
 import { openProfile, type ProfiledResponse } from '../src/http/response.js';
 import { decide, serveResults, underBase, type Developer } from '../src/results/routes.js';
 import { hookHead } from '../src/http/head.js';
+import { timeKoaRender } from '../src/http/views.js';
 
 export type { MiniprofOptions } from '../src/http/config.js';
 
@@ -46,6 +47,8 @@ async function developer(cfg: HttpConfig<Ctx>, ctx: Ctx, next: Koa.Next, dev: De
   const p = openProfile(cfg as HttpConfig<never>, ctx.method, url, dev.owner, ctx.req.headers, ctx);
   if (p === null) return next();
   markProfiled(ctx);
+  // koa-views' `ctx.render` as a step, whichever of the two was mounted first.
+  if (cfg.autoSteps) timeKoaRender(ctx);
   // Koa writes the head after the chain returns, or the app does on `ctx.res` (`ctx.respond =
   // false`), or Koa's error handler does: on-headers sees every one of them.
   hookHead(p, ctx.res);

@@ -71,7 +71,8 @@ describe('duplicates and similar commands', () => {
     expect(renderText(profile)).toBe(
       [
         'web-1 at 2026-11-29T12:00:00.000Z',
-        ' GET /posts = 13.0ms',
+        // The http call (3.5ms) and 0.5ms more ran in no step.
+        ' GET /posts = 13.0ms (4.0ms in no step)',
         '> [http] GET http://127.0.0.1:9000/avatars?ids=?&key=? = 3.5ms',
         // The step that ran the loop names its N+1 (issue 59 item 5).
         '> load posts = 9.0ms (N+1: 3 × select * from users where id = ?)',

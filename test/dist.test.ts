@@ -139,10 +139,12 @@ console.log(JSON.stringify(out));`,
       'node:diagnostics_channel',
       // validateHeaderName/Value: a writeHead Node will refuse is not run through on-headers (src/http/head.ts).
       'node:http',
-      // createRequire, for require.cache: which bluebird copies are loaded (src/core/lost-context.ts).
+      // findSourceMap (src/analysis/cpu-source.ts) and createRequire(…).cache (src/core/lost-context.ts).
       'node:module',
       'node:os',
       'node:perf_hooks',
+      // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
+      'node:url',
       'node:util',
       'on-headers',
     ]);
@@ -596,7 +598,9 @@ await fastify.close();
         'ci at 2026-11-29T12:00:00.000Z',
         'Path: GET /',
         ' GET / = 5.0ms',
-        '> handler = 5.0ms',
+        // Fastify's route handler as a step of its own (autoSteps), the app's step inside.
+        '> handler GET / = 5.0ms',
+        '>> handler = 5.0ms',
         '--></body>',
         '',
       ].join('\n'),

@@ -16,7 +16,7 @@ import { closeServers, raw, serve, waitFor } from './helpers/http.js';
 
 const fixed = { clock: () => 0, now: () => Date.UTC(2026, 10, 29, 12), machine: 'web-1', isDeveloper: () => true, badge: false };
 const comment = (steps: string[]) =>
-  `<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET /page\n GET /page = 0.0ms\n${steps.map((s) => `${s} = 0.0ms\n`).join('')}-->`;
+  `<!--\nweb-1 at 2026-11-29T12:00:00.000Z\nPath: GET /page\n GET /page = 0.0ms${steps.length > 0 ? '' : ''}\n${steps.map((s) => `${s} = 0.0ms\n`).join('')}-->`;
 
 afterEach(async () => {
   await closeServers();

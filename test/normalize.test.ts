@@ -268,6 +268,7 @@ describe("timing's fourth argument: the dialect and the values of an app's own S
       () => {
         for (const email of ['a@example.com', 'b@example.com', 'a@example.com']) timing('sql', q, () => 0, { dialect: 'postgres', values: [email] });
         timing('sql', q, () => 0, { dialect: 'oracle' as SqlDialect });
+        timing('sql', `${q} limit 1`, () => 0, { dialect: 'postgres', values: 'a@example.com' as unknown as unknown[] });
       },
       fixed(fakeClock(), { onInternalError: (e) => reports.push(e) }),
     );
@@ -277,8 +278,12 @@ describe("timing's fourth argument: the dialect and the values of an app's own S
       [q, undefined],
       [q, true],
       ['select ?.? from ? where ? = ?', undefined],
+      [`${q} limit ?`, undefined],
     ]);
     expect(JSON.stringify(json)).not.toContain('example.com');
-    expect(reports).toMatchObject([{ code: 'MINIPROF_ERR_INVALID_ARGUMENT', message: expect.stringContaining('"oracle"') }]);
+    expect(reports).toMatchObject([
+      { code: 'MINIPROF_ERR_INVALID_ARGUMENT', message: expect.stringContaining('"oracle"') },
+      { code: 'MINIPROF_ERR_INVALID_ARGUMENT', message: expect.stringContaining('values must be an array') },
+    ]);
   });
 });

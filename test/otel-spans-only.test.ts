@@ -56,7 +56,7 @@ test('ioredis, fetch and http client spans become redis and http custom timings,
         async () => {
           await redis.set('user:1', 'secret-value');
           await redis.get('user:1');
-          await (await fetch(`${base}/a?token=abc`)).text();
+          await (await fetch(`${base}/a?token=tokZQXsecret`)).text();
           await new Promise<void>((resolve) => http.get(`${base}/b?id=7`, (res) => res.resume().on('end', resolve)));
         },
         { instrument: false },
@@ -73,5 +73,6 @@ test('ioredis, fetch and http client spans become redis and http custom timings,
     ['http', `GET ${base}/b?id=?`, true],
   ]);
   expect(renderText(profile)).not.toContain('secret-value');
-  expect(renderText(profile)).not.toContain('abc');
+  // A marker no trace id (hex) can hold: `abc` was in about one in 140 of them.
+  expect(renderText(profile)).not.toContain('ZQX');
 });

@@ -220,10 +220,11 @@ describe('miniprof/otel with OpenTelemetry SDK 3 (NodeSDK, api 1.10) as an app i
       '[sql] 4 x Nms summed, Nms wall, 3 similar',
       '[http] 1 x Nms summed, Nms wall',
       `#1 [sql] 3 x Nms similar: ${N1}`,
+      "miniprof's own time: Nms (not in the times above)",
       '-->',
     ]);
     expect(ms(dev.serverTiming!).replace(/dur=\d+(\.\d+)?/g, 'dur=N')).toBe(
-      `load_users;dur=N;desc="load users (N+1: 3 x sql)", resolve;dur=N, redis;dur=N;desc="redis (1 x Nms summed)", sql;dur=N;desc="sql (4 x Nms summed)", http;dur=N;desc="http (1 x Nms summed)", miniprof;desc="${profile.id}", total;dur=N`,
+      `load_users;dur=N;desc="load users (N+1: 3 x sql)", resolve;dur=N, redis;dur=N;desc="redis (1 x Nms summed)", sql;dur=N;desc="sql (4 x Nms summed)", http;dur=N;desc="http (1 x Nms summed)", miniprof-self;dur=N, miniprof;desc="${profile.id}", total;dur=N`,
     );
   });
 

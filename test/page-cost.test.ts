@@ -11,7 +11,7 @@ import { miniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
 import { closeServers, get, serve } from './helpers/http.js';
 import { fakeClock, fixed } from './helpers/clock.js';
-import type { ProfileJSON } from '../src/index.js';
+import { renderServerTiming, renderText, step, withProfile, type ProfileJSON } from '../src/index.js';
 
 afterEach(() => closeServers());
 
@@ -105,6 +105,22 @@ describe("miniprof's own time", () => {
     expect(j.headers['server-timing']).toBe(`miniprof;desc="${jid}", total;dur=1.0`);
     const jjson = JSON.parse((await get(port, `/_miniprof/${jid}.json`)).body.toString()) as ProfileJSON;
     expect(jjson.miniprofMs).toBeUndefined();
+  });
+});
+
+describe("miniprof's own time in the renderers", () => {
+  it('kept with total when the header is cut, a step named miniprof-self cannot pass for it, and shown from 0.05 ms (0.1 at one decimal)', async () => {
+    const c = fakeClock();
+    const { profile } = await withProfile('GET /', () => {
+      for (let i = 0; i < 40; i++) step(i === 0 ? 'miniprof-self' : `step number ${i}`, () => (c.t += 0.5));
+    }, fixed(c));
+    const json = { ...profile.toJSON(), miniprofMs: 2.5 };
+    const st = renderServerTiming(json, { maxBytes: 128 });
+    expect(st).toMatch(/^miniprof-self_;dur=0\.5;desc="miniprof-self", more;desc="39 more", miniprof-self;dur=2\.5, total;dur=20\.0$/);
+    expect(Buffer.byteLength(st)).toBeLessThanOrEqual(128);
+    expect(renderText({ ...json, miniprofMs: 0.05 })).toContain("\nminiprof's own time: 0.1ms (not in the times above)\n");
+    expect(renderText({ ...json, miniprofMs: 0.04 })).not.toContain('own time');
+    expect(renderServerTiming({ ...json, miniprofMs: 0.04 })).not.toContain('miniprof-self;');
   });
 });
 

@@ -118,6 +118,8 @@ describe('toJSON: the v1 shape', () => {
             children: [{ name: 'header', startMs: 4.6, durationMs: 0.4, children: [] }],
           },
         ],
+        // The time in no step: 376.9 less 3.4 and 5.4.
+        selfMs: 368.1,
       },
       customSummary: [{ category: 'sql', count: 1, durationMs: 3.1, wallMs: 3.1, duplicate: 0, similar: 0 }],
       similar: [],
@@ -239,6 +241,8 @@ describe('toJSON: the v1 shape', () => {
       ],
       // Both children were open at once: (9 + 9) / 10.
       parallelism: 1.8,
+      // From 0 to 1, no step was running: their union is 1 to 10.
+      selfMs: 1,
     });
   });
 

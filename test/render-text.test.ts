@@ -74,7 +74,8 @@ describe('exact output', () => {
   const TEXT = [
     'web-1 at 2026-11-29T12:00:00.000Z',
     'Path: GET /users/42',
-    ' GET /users/42 = 376.9ms',
+    // 1.2ms before the first step; the steps then follow one another to the end.
+    ' GET /users/42 = 376.9ms (1.2ms in no step)',
     '> load user = 3.4ms',
     '>> [sql] select * from users where id = ? = 3.1ms',
     '> render "café" ☕ = 5.4ms (error)',

@@ -160,6 +160,8 @@ describe('step(name): Timing', () => {
       name: 'job',
       startMs: 0,
       durationMs: 7,
+      // Before the first step, and between the last and the end: 7 less 4 and 1.
+      selfMs: 2,
       children: [
         {
           name: 'outer',
@@ -403,6 +405,8 @@ describe('nesting under concurrency', () => {
       name: 'job',
       startMs: 0,
       durationMs: 20,
+      // a and b both start at 1; b ends at 13: 20 less 12.
+      selfMs: 8,
       children: [
         {
           name: 'a',

@@ -68,7 +68,7 @@ describe('2: one verdict on concurrency per step', () => {
       );
     // 10 + 20 over 20: x1.5. 2 + 4 over 40 overlapped too, but x0.15 says nothing: left out.
     expect(renderText((await run(10, 20, 20)).profile).split('\n')[1]).toBe(' job = 20.0ms (parallel x1.5)');
-    expect(renderText((await run(2, 4, 40)).profile).split('\n')[1]).toBe(' job = 40.0ms');
+    expect(renderText((await run(2, 4, 40)).profile).split('\n')[1]).toBe(' job = 40.0ms (36.0ms in no step)');
   });
 });
 

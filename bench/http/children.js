@@ -81,12 +81,12 @@ export const pairMedians = (m, xs, med = median) => [...new Set(m.map((x) => x.p
  * everyone else's requests come in: on Node <= 22 an open profile keeps promise hooks on for the
  * whole process. Runs in this (the parent) process: ~12 requests a second cost it next to nothing.
  */
-export function hold(port) {
+export function hold(port, headers = {}) {
   let on = true;
   const done = (async () => {
     let n = 0;
     while (on) {
-      const res = await fetch(`http://127.0.0.1:${port}/slow`, { headers: { [DEVELOPER_HEADER]: '1' } });
+      const res = await fetch(`http://127.0.0.1:${port}/slow`, { headers: { [DEVELOPER_HEADER]: '1', ...headers } });
       await res.arrayBuffer();
       if (res.status !== 200) throw new Error(`GET /slow answered ${res.status}`);
       n++;
@@ -142,7 +142,7 @@ export async function contest({ bin = process.execPath, framework, a, b, pairs, 
         const { cp, first } = await startServer(bin, framework, side.config, { env: side.env, execArgv: side.execArgv });
         started.push({ cp, port: first.port });
       }
-      for (const [i, side] of order.entries()) if (side.hold) holds.push(hold(started[i].port));
+      for (const [i, side] of order.entries()) if (side.hold) holds.push(hold(started[i].port, side.holdHeaders));
       const servers = p % 2 === 0 ? started : [started[1], started[0]];
       // `idleMs`: both servers up and idle this long before any load (contest.js --idle-ms).
       if (idleMs > 0) await new Promise((r) => setTimeout(r, idleMs));

@@ -38,10 +38,18 @@ function get(port, path, dev) {
 
 const server = fork(join(here, 'page-cost-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 const { a, b } = await new Promise((r) => server.once('message', r));
+const serverCpu = () => new Promise((r) => { server.once('message', r); server.send('cpu'); });
+/** One request, with the server's CPU time spent on it (µs → ms). */
+async function measured(port, path) {
+  const c0 = await serverCpu();
+  const r = await get(port, path, true);
+  r.cpu = ((await serverCpu()) - c0) / 1000;
+  return r;
+}
 console.log(`node ${process.version}, ${rounds} rounds, shared machine (load ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')})`);
 
 // 1. A developer's request, with the comment against without, one after the other.
-console.log('\n| page | size | developer, comment + badge | developer, htmlComment: false, badge: false | difference | comment placed |');
+console.log('\n| page | size | developer, comment + badge: wall / server CPU | developer, htmlComment: false, badge: false: wall / server CPU | difference: wall / server CPU | comment placed |');
 console.log('|---|---:|---:|---:|---:|---|');
 for (const [name, page] of Object.entries(PAGES)) {
   const n = name === 'huge' ? 3 * rounds : 15 * rounds;
@@ -49,15 +57,18 @@ for (const [name, page] of Object.entries(PAGES)) {
   const off = [];
   let placed = false;
   for (let i = 0; i < n + 2; i++) {
-    const x = await get(a, `/${name}`, true);
-    const y = await get(b, `/${name}`, true);
+    const x = await measured(a, `/${name}`);
+    const y = await measured(b, `/${name}`);
     if (i < 2) continue; // warm-up
-    on.push(x.ms);
-    off.push(y.ms);
+    on.push(x);
+    off.push(y);
     placed = x.comment;
   }
   const mb = (Buffer.byteLength(page) / 1e6).toFixed(2);
-  console.log(`| ${name} | ${mb} MB | ${median(on).toFixed(1)} ms | ${median(off).toFixed(1)} ms | ${(median(on) - median(off)).toFixed(1)} ms | ${placed ? 'yes' : 'no (above maxBytes)'} |`);
+  const w = (xs) => median(xs.map((x) => x.ms));
+  const c = (xs) => median(xs.map((x) => x.cpu));
+  const both = (xs) => `${w(xs).toFixed(1)} / ${c(xs).toFixed(1)} ms`;
+  console.log(`| ${name} | ${mb} MB | ${both(on)} | ${both(off)} | ${(w(on) - w(off)).toFixed(1)} / ${(c(on) - c(off)).toFixed(1)} ms | ${placed ? 'yes' : 'no (above maxBytes)'} |`);
 }
 
 // 2. Everyone else while a developer loads the messy megabyte.

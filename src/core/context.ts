@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Profile } from './profile.js';
 import { loopClosed, loopOpened } from '../analysis/loop.js';
+import { gcClosed, gcOpened } from '../analysis/gc.js';
 import type { TimingNode } from './timing.js';
 import { traceHooks } from './trace.js';
 import { report } from './errors.js';
@@ -60,6 +61,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
     profile.entered = true;
     open++;
     loopOpened(profile);
+    gcOpened(profile);
     probeLostContext(als as AsyncLocalStorage<unknown>);
   }
   return als.run(profile.root, fn, ...args);
@@ -73,6 +75,7 @@ export function runInProfile<A extends unknown[], R>(profile: Profile, fn: (...a
 export function closeProfile(profile: Profile, announce = true): void {
   if (profile.sealed) return;
   loopClosed(profile);
+  gcClosed(profile);
   warnLostContext(profile);
   profile.seal();
   if (announce) announceSealed(profile);

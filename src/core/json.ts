@@ -35,6 +35,7 @@ export function profileBytes(p: ProfileJSON): number {
   if (p.notRunMs !== undefined) b += 12 + numberBytes(p.notRunMs);
   if (p.startup !== undefined) b += 15;
   if (p.traceId !== undefined) b += 11 + stringBytes(p.traceId);
+  if (p.cpu !== undefined) b += 7 + bytes(p.cpu, 'cpu');
   if (p.miniprofMs !== undefined) b += 14 + numberBytes(p.miniprofMs);
   return b + 1;
 }
@@ -55,13 +56,18 @@ function treeBytes(t: TimingJSON): number {
   if (t.blocking !== undefined) b += 16;
   if (t.parallelism !== undefined) b += 15 + numberBytes(t.parallelism);
   if (t.traced !== undefined) b += 14;
+  if (t.handler !== undefined) b += 15;
   // The analysis fields (src/analysis), on few steps: the general path.
   if (t.heldMs !== undefined) b += 10 + numberBytes(t.heldMs);
   if (t.blockingAmbiguous !== undefined) b += 25;
   if (t.concurrency !== undefined) b += 15 + numberBytes(t.concurrency);
   if (t.serialized !== undefined) b += 18;
   if (t.fanOut !== undefined) b += 10 + bytes(t.fanOut, 'fanOut');
+  if (t.cpu !== undefined) b += 7 + bytes(t.cpu, 'cpu');
+  if (t.gcMs !== undefined) b += 8 + numberBytes(t.gcMs);
   if (t.nPlusOne !== undefined) b += 12 + bytes(t.nPlusOne, 'nPlusOne');
+  // The root's time in no step.
+  if (t.selfMs !== undefined) b += 10 + numberBytes(t.selfMs);
   return b + 1;
 }
 

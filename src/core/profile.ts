@@ -1,4 +1,4 @@
-import { CustomNode, F_ERROR, F_OFF_CPU, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
+import { CustomNode, F_ERROR, F_HANDLER, F_OFF_CPU, F_SYNC, F_TRACED, RUNNING, TimingNode, type Pending } from './timing.js';
 import type { CoreConfig } from './options.js';
 import { report } from './errors.js';
 import { analyseCustom } from '../analysis/custom.js';
@@ -6,6 +6,9 @@ import { analyseFanOut } from '../analysis/fanout.js';
 import { analyseNPlusOne } from '../analysis/nplusone.js';
 import { attributeStalls, MAX_STALLS, notRunMs, STALL, type Stalls } from '../analysis/blocking.js';
 import { loopCredit } from '../analysis/loop.js';
+import { attributeCpu, type CpuState } from '../analysis/cpu-samples.js';
+import { attributeGc, gcFlush, MAX_GC } from '../analysis/gc.js';
+import { selfMs } from '../analysis/self.js';
 import { warnLostContext } from './lost-context.js';
 import type { CustomTimingJSON, ProfileJSON, RequestInfo, TimingJSON } from './types.js';
 import { jsonCopy } from './json.js';
@@ -78,6 +81,10 @@ export class Profile implements Linked {
    * may report (src/instrument/record.ts); null until the first, and again once sealed.
    */
   pending: Pending[] | null;
+  /** @internal The request's CPU samples once its sampling stopped (src/http/cpu.ts); null if not sampled. */
+  cpu: CpuState | null;
+  /** @internal GC pauses while open, flat `[fromUs, durUs, …]` (src/analysis/gc.ts); null until one. */
+  gc: number[] | null;
 
   /** @internal Profiles are made by `withProfile` and the adapters. */
   constructor(name: string, config: CoreConfig, request?: RequestInfo) {
@@ -112,6 +119,8 @@ export class Profile implements Linked {
     this.clockFailed = false;
     this.lateWarned = false;
     this.pending = null;
+    this.cpu = null;
+    this.gc = null;
     this.trace = activeTrace(config);
     // A trace the sampler dropped is nowhere to link to; its spans may still join (MiniprofSampler).
     this.traceId = this.trace !== undefined && sampled(this.trace) ? this.trace.traceId : undefined;
@@ -211,6 +220,13 @@ export class Profile implements Linked {
     );
   }
 
+  /** @internal A GC pause while open (src/analysis/gc.ts); bounded like the stalls. */
+  addGc(fromUs: number, durUs: number): void {
+    if (this.sealedJSON !== null) return;
+    if (this.gc === null) this.gc = [fromUs, durUs];
+    else if (this.gc.length < 2 * MAX_GC) this.gc.push(fromUs, durUs);
+  }
+
   /** @internal Warnings are bounded like everything else a request can make. */
   warn(message: string): void {
     if (this.warnings.length < MAX_WARNINGS) this.warnings.push(message);
@@ -276,6 +292,7 @@ export class Profile implements Linked {
     if (this.sealedJSON !== null) return this.sealedJSON;
     // A stall in the work that just finished the response is seen before the monitor's next tick.
     loopCredit(this);
+    gcFlush();
     warnLostContext(this);
     sawRunning = false;
     const json = this.snapshot(false);
@@ -303,7 +320,7 @@ export class Profile implements Linked {
     const lastEnd = n === 0 ? 0 : s![n - 3]!;
     const lastShared = n === 0 ? 0 : s![n - 2]!;
     const lastCpu = n === 0 ? 0 : s![n - 1]!;
-    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared, lastCpu];
+    return [this.count, this.droppedSteps, this.warnings.length, this.extraWarnings, this.root.flags, this.root.durationUs, this.loopOut(), n, lastEnd, lastShared, lastCpu, this.cpu === null ? 0 : 1, this.gc === null ? 0 : this.gc.length];
   }
 
   /** The `eventLoopDelayMs` the JSON would show, or -1 for none. */
@@ -348,6 +365,8 @@ export class Profile implements Linked {
       customsNow = null;
       nodesNow = null;
     }
+    // The time in no step, on the root line of every output (src/analysis/self.ts).
+    if (root.children.length > 0) root.selfMs = selfMs(root);
     // No custom-timing walk for a tree without any: this runs once per developer request (the
     // seal reuses it). The key order is the JSON's: `request` before `root`.
     const started = new Date(this.startedAt).toISOString();
@@ -376,6 +395,14 @@ export class Profile implements Linked {
     // Analysis of the finished tree (src/analysis): only where a step had enough children for it.
     if (wide) boundNow += analyseFanOut(root, custom?.similar);
     if (this.stalls !== null) boundNow += attributeStalls(root, this.stalls, this.config.blockingMs);
+    // After the stalls: both read `blocking`.
+    if (this.gc !== null) boundNow += attributeGc(root, this.gc);
+    if (this.cpu !== null) {
+      const cpu = attributeCpu(root, this.cpu, this.t0, this.config.blockingMs);
+      // The caller's own copy for toJSON(): the samples are otherwise shared with the store's.
+      json.cpu = own ? jsonCopy(cpu.json) : cpu.json;
+      boundNow += cpu.bound;
+    }
     const loop = this.loopOut();
     if (loop !== -1) {
       json.eventLoopDelayMs = loop;
@@ -417,8 +444,8 @@ function requestJSON(r: RequestInfo): RequestInfo {
  * A node's JSON is at most 6 bytes per UTF-16 unit of its name (`\u00XX` is the longest escape;
  * a surrogate pair is 4 bytes) plus this: its four keys and punctuation (48), two numbers of at
  * most 24 characters (the longest a double prints as), every optional member (error 13,
- * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14), a comma in its
- * parent's list and the name's quotes: 233, rounded up.
+ * unfinished 18, syncMs 10 + 24, blocking 16, parallelism 15 + 24, traced 14, handler 15), a
+ * comma in its parent's list and the name's quotes: 248, rounded up.
  */
 const NODE_BOUND = 256;
 /** The tree's part of the bound, summed by nodeJSON. */
@@ -442,6 +469,8 @@ function topBound(p: ProfileJSON, tree: number): number {
   if (p.startup !== undefined) b += 15;
   // `,"traceId":` and the id's 32 hex digits in quotes.
   if (p.traceId !== undefined) b += 11 + strBound(p.traceId);
+  // The root's `,"selfMs":` and a number.
+  if (p.root.selfMs !== undefined) b += 10 + 24;
   return b;
 }
 
@@ -494,6 +523,7 @@ function nodeJSON(node: TimingNode, now: number, blockingUs: number): TimingJSON
   if ((node.flags & F_ERROR) !== 0) out.error = true;
   if (running && node.parent !== null) out.unfinished = true;
   if ((node.flags & F_TRACED) !== 0) out.traced = true;
+  if ((node.flags & F_HANDLER) !== 0) out.handler = true;
   if (node.syncUs > 0) out.syncMs = ms(node.syncUs);
   // A synchronous callback step blocked the loop for all of its duration, unless the process was
   // not running for most of it (F_OFF_CPU, src/core/step.ts).

@@ -107,7 +107,7 @@ export function timing<T>(category: string, command: string, fn: () => T, option
 
 /**
  * {@link timing}'s options onto its node. A dialect it does not know is masked as unknown (the
- * most) and reported, like anything else that is not what was asked: the app's call goes on.
+ * most) and reported, and so are values that are no array (no digest): the app's call goes on.
  */
 function optionsOf(profile: Profile, c: CustomNode, options: TimingOptions): void {
   try {
@@ -115,6 +115,9 @@ function optionsOf(profile: Profile, c: CustomNode, options: TimingOptions): voi
     if (DIALECTS.includes(dialect)) c.dialect = dialect;
     else if (dialect !== undefined) {
       report(profile.config.onInternalError, codedError('MINIPROF_ERR_INVALID_ARGUMENT', `timing's dialect must be one of ${DIALECTS.join(', ')}, got ${describe(dialect)}`));
+    }
+    if (values !== undefined && !Array.isArray(values)) {
+      report(profile.config.onInternalError, codedError('MINIPROF_ERR_INVALID_ARGUMENT', `timing's values must be an array, got ${describe(values)}`));
     }
     c.values = valuesDigest(values);
   } catch (err) {
@@ -154,7 +157,8 @@ export async function withProfile<T>(
   }
 }
 
-function admit(profile: Profile, parent: TimingNode): boolean {
+/** @internal Count a new step against maxSteps and maxDepth; false: dropped (counted). Also src/core/auto.ts. */
+export function admit(profile: Profile, parent: TimingNode): boolean {
   if (profile.count < profile.config.maxSteps && parent.depth < profile.config.maxDepth) {
     profile.count++;
     return true;

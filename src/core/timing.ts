@@ -44,8 +44,19 @@ export const F_SPAN = 16;
  * less CPU time than that: the machine was busy (or the process paused), the step did not block.
  */
 export const F_OFF_CPU = 32;
+/**
+ * A step miniprof opened for the framework's route handler (src/http/fastify-handler.ts): the
+ * JSON says `handler`, and Server-Timing looks through it to the app's own steps inside.
+ */
+export const F_HANDLER = 64;
+/**
+ * A step miniprof opened itself (src/core/auto.ts) and ended at an event (a send, the engine's
+ * callback): work that follows in its async context (the app's render callback, a stream's
+ * events, Fastify's onSend hooks) is the request's, not lost, and goes one level up unremarked.
+ */
+export const F_AUTO = 128;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
-const DEPTH_SHIFT = 6;
+const DEPTH_SHIFT = 8;
 
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
@@ -102,7 +113,7 @@ export class TimingNode<P extends NodeOwner = NodeOwner> implements Timing {
   name: string;
   startUs: number;
   durationUs: number;
-  /** F_ERROR, F_USING, F_SYNC, F_TRACED, F_OFF_CPU, and the depth above them. */
+  /** F_ERROR, F_USING, F_SYNC, F_TRACED, F_OFF_CPU, F_HANDLER, and the depth above them. */
   flags: number;
   children: TimingNode<P>[] | null;
   parent: TimingNode<P> | null;
@@ -168,7 +179,7 @@ export function parentIn<P extends NodeOwner>(scope: TimingNode<P>): TimingNode<
   if (p.durationUs === RUNNING || p.parent === null) return p;
   const ended = p;
   while (p.durationUs !== RUNNING && p.parent !== null) p = p.parent;
-  ended.profile?.lateWork(ended.name, p.name);
+  if ((ended.flags & F_AUTO) === 0) ended.profile?.lateWork(ended.name, p.name);
   return p;
 }
 

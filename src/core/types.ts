@@ -94,13 +94,77 @@ export interface TimingJSON {
   serialized?: true;
   /** Made from an OpenTelemetry span (miniprof/otel): it is in the trace already. */
   traced?: true;
+  /**
+   * A step miniprof opened for the framework's route handler (`autoSteps`: Fastify's
+   * `handler GET /users/:id`). Server-Timing shows the steps inside it in its place.
+   */
+  handler?: true;
   /** The group `concurrency` was estimated from (the most serialized one, if several). */
   fanOut?: FanOutJSON;
+  /**
+   * The request was CPU-sampled (`x-miniprof-cpu: 1`) and this step held the CPU (it is
+   * `blocking`, or its samples add up to more than `blockingMs`): what ran while it was the
+   * innermost step open (src/analysis/cpu-samples.ts).
+   */
+  cpu?: StepCpuJSON;
+  /** Garbage-collection pauses while this blocking step was the innermost step open, in ms (src/analysis/gc.ts). */
+  gcMs?: number;
   /**
    * The N+1 this step ran: the largest group of at least three similar custom timings (one shape
    * once values are masked) of which this is the innermost step holding them all.
    */
   nPlusOne?: NPlusOneJSON;
+  /**
+   * On the root only, when it has child steps: the request's time in no step (its duration less
+   * the union of its children's intervals), so the time nobody wrapped has a name.
+   */
+  selfMs?: number;
+}
+
+/** One function of a CPU sample's attribution: where the time went, by self time. */
+export interface CpuFunctionJSON {
+  /** The function's name (`(anonymous)` when it has none; `(garbage collector)`, `(program)` for V8's own). */
+  fn: string;
+  /** Its script (a `file://` URL, `node:…`, or empty for V8's own), through a source map when Node has one. */
+  url: string;
+  /** Its line, from 1 (0: unknown). */
+  line: number;
+  /** Sampled self time, in ms. */
+  ms: number;
+}
+
+/** A step's share of the samples (see `TimingJSON.cpu`). */
+export interface StepCpuJSON {
+  /** Sampled CPU time (idle excluded) while the step was the innermost one open, in ms. */
+  ms: number;
+  /** Of that, taken while another request was in flight: any of them may have run it. */
+  sharedMs?: number;
+  /** The functions with the most self time, at most three, most first. */
+  top: CpuFunctionJSON[];
+}
+
+/** Chrome DevTools' `.cpuprofile` (V8's `Profiler.Profile`), as `/_miniprof/<id>.cpuprofile` serves it. */
+export interface CpuProfileJSON {
+  nodes: { id: number; callFrame: { functionName: string; scriptId: string; url: string; lineNumber: number; columnNumber: number }; hitCount?: number; children?: number[] }[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The request was CPU-sampled (`ProfileJSON.cpu`). */
+export interface CpuJSON {
+  /** The sampling interval asked for, in µs. */
+  intervalUs: number;
+  /** Sampled CPU time within the request (idle excluded), in ms. */
+  ms: number;
+  /** Of that, taken while another request was in flight. */
+  sharedMs?: number;
+  /** The functions with the most self time in the whole request, at most five. */
+  top: CpuFunctionJSON[];
+  /** The samples, unless larger than the bound (then `note` says so). */
+  profile?: CpuProfileJSON;
+  note?: string;
 }
 
 /** A group of similar custom timings, named on the step that ran them (`TimingJSON.nPlusOne`). */
@@ -168,6 +232,8 @@ export interface ProfileJSON {
   startup?: true;
   /** The trace this profile belongs to: an OpenTelemetry span was active as it opened (miniprof/otel). */
   traceId?: string;
+  /** The request was CPU-sampled on request (`x-miniprof-cpu: 1` or the badge's "Profile CPU"). */
+  cpu?: CpuJSON;
   /**
    * What miniprof itself spent on the response after the app handed it over (finding the
    * comment's place, rendering the comment and `Server-Timing`, sealing), in ms; not part of any

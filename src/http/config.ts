@@ -100,6 +100,14 @@ export interface MiniprofOptions<Req> extends CoreOptions {
    * characters. Default: none (captured profiles name nobody).
    */
   captureLabel?: (req: Req) => string;
+  /**
+   * The framework's own work as steps, for developers, with no app code: each view rendered
+   * (`render <view>`: Express's `res.render`, @fastify/view's `reply.view`, Koa's `ctx.render`,
+   * Hono's `c.render`) and Fastify's route handler (`handler GET /users/:id`, from Fastify's
+   * tracing channel), with the app's own steps nested inside. Nobody else's request is touched.
+   * Default true; `false` for only the app's own steps. See docs/auto-steps.md.
+   */
+  autoSteps?: boolean;
 }
 
 /** @internal */
@@ -124,9 +132,11 @@ export interface HttpConfig<Req> {
   allowedHosts: ReadonlySet<string> | null;
   /** null: capture is off, and nothing but `isDeveloper` is asked per request. */
   capture: CaptureConfig | null;
+  /** Views and Fastify's handler as steps on a developer's request (src/http/views.ts, fastify-handler.ts). */
+  autoSteps: boolean;
 }
 
-export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', 'allowedHosts', ...RESULTS_KEYS, 'capture', 'captureLabel'] as const;
+export const HTTP_KEYS = [...CORE_KEYS, 'isDeveloper', 'htmlComment', 'serverTiming', 'maxDurationMs', 'allowedHosts', ...RESULTS_KEYS, 'capture', 'captureLabel', 'autoSteps'] as const;
 
 /** Validate and resolve once, at setup: a wrong option throws a coded TypeError naming it. */
 export function resolveHttp<Req>(
@@ -157,6 +167,7 @@ export function resolveHttp<Req>(
     https,
     allowedHosts: allowedHostsOption(o.allowedHosts),
     capture: resolveCapture(o, core, results !== null),
+    autoSteps: boolOption(o, 'autoSteps', true),
   };
   if (results !== null) results.captured = cfg.capture !== null;
   // Subscribed only once every option is valid, and never when nobody can be profiled
@@ -165,7 +176,7 @@ export function resolveHttp<Req>(
   return cfg;
 }
 
-/** Pages up to 1 MiB: the scan of a messy megabyte takes about 10–20 ms (bench/RESULTS.md, issue 58). */
+/** Pages up to 1 MiB: the scan of a messy megabyte takes 6–10 ms of CPU (bench/RESULTS.md, issue 58). */
 export const DEFAULT_HTML_MAX_BYTES = 1 << 20;
 
 function htmlMaxBytes(v: unknown): number {

@@ -127,9 +127,10 @@ export function encrypted(req: IncomingMessage): boolean {
  * else, unless capture samples the request (then `next()` runs in a profile the response never
  * shows: see captureNode). Whether the request came over HTTPS (for the opt-in cookie's `Secure`) is `cfg.https`.
  * The URL is `req.originalUrl` where the framework keeps one (Express, connect and polka rewrite
- * `req.url` under a mount path), else `req.url`.
+ * `req.url` under a mount path), else `req.url`. `onDeveloper` gets each profiled developer
+ * response, hooked, before the chain runs: the framework's own wrappers (Express's render step).
  */
-export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>): NodeMiddleware<Req> {
+export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig<Req>, onDeveloper?: (res: ServerResponse) => void): NodeMiddleware<Req> {
   const capture = cfg.capture !== null;
   if (cfg.isDeveloper === null && !capture) return (_req, _res, next) => next();
   const onError = cfg.core.onInternalError;
@@ -157,6 +158,7 @@ export function developerMiddleware<Req extends IncomingMessage>(cfg: HttpConfig
     if (p === null) return next();
     markProfiled(res);
     hookResponse(p, req, res);
+    onDeveloper?.(res);
     runInProfile(p.profile, next);
   }
 

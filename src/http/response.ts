@@ -15,6 +15,7 @@ import { CAPTURE_OWNER, captureDone, labelOf, sampled as sampledNow, type OpenCa
 import type { HttpConfig } from './config.js';
 import { unwatch, watch, type Expiring } from './deadline.js';
 import { headerString, injectable, insertionPoint, spliceAt, type Body, type HeaderView } from './inject.js';
+import { clearCpuCookie, noteCpu, openCpu, stopCpu, type CpuRequest } from './cpu.js';
 
 const TEXT_ENCODINGS = /^(?:utf-?8|latin1|binary|ascii)$/i;
 
@@ -59,6 +60,8 @@ export class ProfiledResponse implements Expiring, OpenCapture {
   private readonly captured: Captured | null;
   /** The request as the app knows it (what `isDeveloper` was given): for `badge.nonce` and `captureLabel`. */
   private readonly req: unknown;
+  /** Set when the request asked for CPU sampling (src/http/cpu.ts). */
+  private cpu: CpuRequest | null = null;
   /**
    * What miniprof spent on this response after the app handed it over (placing the comment,
    * rendering, sealing), in µs on the profile's clock: shown as `miniprofMs`, never in a step.
@@ -103,6 +106,8 @@ export class ProfiledResponse implements Expiring, OpenCapture {
       this.profile.stopRoot();
       if (this.captured !== null) return null;
       t0 = this.profile.nowUs();
+      // Stopping the sampler (and keeping its samples) is miniprof's own time, counted from t0.
+      stopCpu(this.cpu, this.profile, this.cfg.core.onInternalError);
       this.frozen = this.profile.freeze();
       const badge = this.owner === undefined ? null : (this.cfg.results?.badge ?? null);
       if (!this.cfg.htmlComment && badge === null) return null;
@@ -166,6 +171,8 @@ export class ProfiledResponse implements Expiring, OpenCapture {
     if (this.hijacked) return;
     if (this.captured !== null) return this.profile.stopRoot();
     try {
+      stopCpu(this.cpu, this.profile, this.cfg.core.onInternalError);
+      clearCpuCookie(this.cpu, h);
       uncacheable(h);
       if (this.owner !== undefined && this.cfg.results !== null) linkHeaders(h, this.cfg.results.basePath, this.profile.id);
       const st = this.cfg.serverTiming;
@@ -201,6 +208,7 @@ export class ProfiledResponse implements Expiring, OpenCapture {
       req.status = this.headStatus !== 0 ? this.headStatus : status;
       if (!finished) req.aborted = true;
       unwatch(this);
+      stopCpu(this.cpu, this.profile, this.cfg.core.onInternalError);
       // Sealed (and saved) by maxDurationMs already: the JSON is final, and saving it again would
       // only move it in the developer's list.
       if (this.profile.sealed) return;
@@ -212,6 +220,13 @@ export class ProfiledResponse implements Expiring, OpenCapture {
     } finally {
       this.release();
     }
+  }
+
+  /** @internal The request's CPU sampling, started before the profile opened (see openProfile). */
+  withCpu(r: CpuRequest | null): this {
+    this.cpu = r;
+    noteCpu(r, this.profile);
+    return this;
   }
 
   /** A captured request no longer counts as open (once, even when its close failed). */
@@ -236,6 +251,7 @@ export class ProfiledResponse implements Expiring, OpenCapture {
   private sealOpen(warning: string): void {
     try {
       if (this.profile.sealed) return;
+      stopCpu(this.cpu, this.profile, this.cfg.core.onInternalError);
       this.profile.warn(warning);
       closeProfile(this.profile, this.captured === null);
       // Saved now, not at close: a stream may never close, and its profile is final anyway.
@@ -334,12 +350,22 @@ export function openCapture(cfg: HttpConfig<never>, method: string | undefined, 
  * the request as the app knows it (what `isDeveloper` was given), for `badge.nonce`.
  */
 export function openProfile(cfg: HttpConfig<never>, method: string | undefined, url: string | undefined, owner: string, headers: Record<string, unknown>, req: unknown): ProfiledResponse | null {
+  // Sampling starts before the profile opens: starting V8's profiler is not the app's time.
+  const cpu = openCpu(headers, cfg.core.clock, cfg.core.onInternalError);
   try {
-    const p = new ProfiledResponse(cfg, method, url, owner, null, req);
+    const p = new ProfiledResponse(cfg, method, url, owner, null, req).withCpu(cpu);
     stripConditionals(headers);
     return p;
   } catch (err) {
     report(cfg.core.onInternalError, err);
+    // The request goes on unprofiled: its sampling must not hold the one slot.
+    if (cpu?.sampling != null) {
+      try {
+        cpu.sampling.stop();
+      } catch (e) {
+        report(cfg.core.onInternalError, e);
+      }
+    }
     return null;
   }
 }

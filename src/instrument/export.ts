@@ -5,7 +5,8 @@ import type { CustomTimingJSON, TimingJSON } from '../core/types.js';
  * A sealed profile's steps and custom timings, handed to a tracer as spans (miniprof/otel's
  * `exportProfile` supplies the OpenTelemetry side). Times are wall-clock epoch milliseconds: the
  * profile's `started` plus each node's `startMs`. What came from a span, or was paired with one
- * (`traced`), is in the trace already and is left out, with everything under it.
+ * (`traced`), is in the trace already and is left out, with everything under it. A route
+ * handler's step (`handler`) is looked through: its steps go where it would have gone.
  */
 export interface SpanSink<H> {
   /** Start a span under `parent` (null: under the request's span, or a root). */
@@ -33,6 +34,12 @@ export function emitProfile<H>(profile: Profile, sink: SpanSink<H>, top: H | nul
     }
     for (const child of t.children) {
       if (child.traced === true) continue;
+      // Fastify's route handler as a step (autoSteps): the framework's own frame, which the
+      // trace's request span (and a framework instrumentation's handler span) covers already.
+      if (child.handler === true) {
+        walk(child, parent);
+        continue;
+      }
       const span = sink.start(child.name, t0 + child.startMs, parent, null);
       count++;
       walk(child, span);

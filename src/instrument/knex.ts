@@ -1,6 +1,5 @@
 import type { SqlDialect } from '../core/types.js';
 import { closeCall, openCall, type OpenCall } from './record.js';
-import { valuesDigest } from './values.js';
 
 /** The public face of a knex instance that is used: its query events and its client's config. */
 export interface KnexLike {
@@ -49,10 +48,8 @@ export function instrumentKnex<T extends KnexLike>(knex: T): T {
   const open = new Map<string, OpenCall>();
   knex.on('query', (q: QueryEvent) => {
     if (typeof q?.__knexQueryUid !== 'string') return;
-    const call = openCall('knex', 'sql', (e: QueryEvent) => String(e.sql ?? ''), q, undefined, dialect);
-    if (call === undefined) return;
-    call.node.values = valuesDigest(q.bindings);
-    open.set(q.__knexQueryUid, call);
+    const call = openCall('knex', 'sql', (e: QueryEvent) => String(e.sql ?? ''), q, undefined, dialect, (e) => e.bindings);
+    if (call !== undefined) open.set(q.__knexQueryUid, call);
   });
   const settle = (failed: boolean) => (q: QueryEvent | undefined) => {
     const uid = q?.__knexQueryUid;

@@ -70,7 +70,7 @@ const SEP = ', ';
  */
 function metrics(p: ProfileJSON, list: string[] | null): string {
   let all = '';
-  const top = p.root.children;
+  const top = topSteps(p.root);
   const groups = top.length > 1 ? sameNamed(top, token) : null;
   for (let i = 0; i < top.length; i++) {
     const c = top[i]!;
@@ -95,6 +95,24 @@ function metrics(p: ProfileJSON, list: string[] | null): string {
   }
   if (p.eventLoopDelayMs !== undefined) all = add(list, all, `event-loop;dur=${ms1(p.eventLoopDelayMs)};desc="largest event-loop delay"`);
   return all;
+}
+
+/**
+ * The root's child steps, with a route handler's step (`handler`, from autoSteps) replaced by the
+ * steps inside it: the handler spans nearly the whole request, and the app's own steps are what
+ * DevTools should list, as without it.
+ */
+function topSteps(root: TimingJSON): TimingJSON[] {
+  const top = root.children;
+  let i = 0;
+  while (i < top.length && top[i]!.handler !== true) i++;
+  if (i === top.length) return top;
+  const out: TimingJSON[] = [];
+  for (const c of top) {
+    if (c.handler === true) out.push(...c.children);
+    else out.push(c);
+  }
+  return out;
 }
 
 function add(list: string[] | null, all: string, m: string): string {

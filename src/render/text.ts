@@ -2,10 +2,11 @@ import type { ProfileJSON, TimingJSON } from '../core/types.js';
 import { stepNotes, type NoteStyle } from './marks.js';
 import { dataOf, type Renderable } from './data.js';
 import { escapeText } from './escape.js';
-import { blockingNote, ms1, ms1With, tenths } from './format.js';
+import { ms1, ms1With, tenths } from './format.js';
 import { summarize } from '../analysis/wall.js';
 import { keep, MAX_KEPT_NAME } from './kept.js';
 import { flat } from '../core/names.js';
+import { cpuLine, heldNote } from './cpu-note.js';
 
 export interface TextOptions {
   /** Escape everything outside printable ASCII (for pages not in UTF-8). Default false. */
@@ -19,7 +20,8 @@ export interface TextOptions {
  * `(blocking: 25.0ms sync)` when its synchronous part exceeded `blockingMs` (`56.2ms held` for the
  * loop held after an await, see format.ts blockingNote), then its N+1 and its one verdict on
  * concurrency (`(N+1: 12 × select … where author_id = ?)`, `(serialized: 5 × load user ran one
- * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts). Custom timings follow their step as
+ * at a time)`, `(5 × load user: 2.0 at once)` or `(parallel x2.9)`: see marks.ts), and on the root line
+ * `(20.1ms in no step)`, the time no step accounts for. Custom timings follow their step as
  * `[category] command = duration`, marked `(duplicate)` and `(similar #N)`. After the tree: one
  * line per category (`[sql] 12 x 48.3ms summed, 30.1ms wall, 10 similar, 2 duplicate`), one per similar group with its
  * masked shape, and `!` lines for a stalled event loop, a process that did not run, a first
@@ -29,7 +31,7 @@ export interface TextOptions {
  * @example
  * web-1 at 2026-11-29T12:00:00.000Z
  * Path: GET /users/42
- *  GET /users/42 = 376.9ms
+ *  GET /users/42 = 376.9ms (373.5ms in no step)
  * > load user = 3.4ms
  * >> [sql] select * from users where id = ? = 3.1ms
  */
@@ -45,6 +47,7 @@ export function renderText(profile: Renderable, options: TextOptions = {}): stri
   }
   out = lines(out, p.root, 0, ascii);
   out += summary(p, ascii);
+  if (p.cpu !== undefined) out += cpuLine(p.cpu, ascii);
   out += ownTime(p);
   if (p.eventLoopDelayMs !== undefined) out += `! event loop delayed up to ${ms1(p.eventLoopDelayMs)}ms while this profile was open\n`;
   out += runNotes(p);
@@ -109,16 +112,20 @@ const MS_LINE = tenths('ms\n');
 function lines(out: string, t: TimingJSON, depth: number, ascii: boolean): string {
   const marks = depth < MARKS.length ? MARKS[depth]! : '>'.repeat(depth);
   out += lineStart(marks, t.name, depth, ascii);
-  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined) {
+  if (t.error !== true && t.unfinished !== true && t.blocking !== true && t.parallelism === undefined && t.concurrency === undefined && t.nPlusOne === undefined && t.cpu === undefined && !(typeof t.selfMs === 'number' && t.selfMs >= 0.05)) {
     out += ms1With(t.durationMs, MS_LINE);
   }
   else {
     out += `${ms1(t.durationMs)}ms`;
     if (t.error === true) out += ' (error)';
     if (t.unfinished === true) out += ' (unfinished)';
-    if (t.blocking === true) out += ` (${blockingNote(t)})`;
+    // The blocking verdict with its GC pauses and, for a sampled request, what held the CPU (cpu-note.ts).
+    if (t.blocking === true || t.cpu !== undefined) out += ` (${heldNote(t, ascii)})`;
     const notes = stepNotes(t, ascii ? ASCII_NOTES : UTF8_NOTES);
     for (let i = 0; i < notes.length; i++) out += ` (${notes[i]})`;
+    // The root's time in no step (src/analysis/self.ts), when one decimal can show it: a line that
+    // says "0.0ms in no step" on every profile would be noise.
+    if (typeof t.selfMs === 'number' && t.selfMs >= 0.05) out += ` (${ms1(t.selfMs)}ms in no step)`;
     out += '\n';
   }
   const custom = t.custom;

@@ -66,7 +66,8 @@ export const BADGE_JS = String.raw`/* miniprof badge */
     '.msg{color:#57606a;padding:8px 0}',
     'tr.c td.name{white-space:normal}.nm{flex-wrap:wrap}tr.c .tx{overflow-wrap:anywhere;display:-webkit-box;-webkit-line-clamp:3;-webkit-box-orient:vertical}',
     '.fx{border:0;background:none;padding:0 4px 0 0;color:#0969da}tr.fold td.name{font-weight:600}',
-    '@media (max-width:520px){td.bar{display:none}}'
+    '@media (max-width:520px){td.bar{display:none}}',
+    '.cpu{border:1px solid #d0d7de;background:#fff;border-radius:4px;font-size:11px}'
   ].join('\n');
 
   // The page's profile first, then each profiled fetch/XHR as seen.
@@ -104,6 +105,7 @@ export const BADGE_JS = String.raw`/* miniprof badge */
   var head = panel.appendChild(el('header'));
   head.appendChild(el('strong', null, 'miniprof'));
   var count = head.appendChild(el('span', 'sub'));
+  cpuButton(head);
   var close = head.appendChild(el('button', 'x', '\u00d7'));
   close.type = 'button';
   close.setAttribute('aria-label', 'Close');
@@ -239,6 +241,16 @@ export const BADGE_JS = String.raw`/* miniprof badge */
       if (refocus === e) b.focus();
     });
     renderDetail(selected);
+  }
+
+  // Profile CPU: a one-shot cookie for the next load (cleared by the server; developers only).
+  function cpuButton(parent) {
+    var b = parent.appendChild(el('button', 'cpu', 'Profile CPU'));
+    b.type = 'button';
+    b.addEventListener('click', function () {
+      document.cookie = 'miniprof-cpu=1;path=/;max-age=60;samesite=strict' + (location.protocol == 'https:' ? ';secure' : '');
+      location.reload();
+    });
   }
 
   function renderDetail(e) {

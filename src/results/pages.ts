@@ -4,6 +4,7 @@ import { escapeHtml, jsonForScript, msText } from './html.js';
 import { FLAGS, summarize, UUID, type ProfileSummary } from './store.js';
 import { bars, folds, markHtml, marksOf, rows, scaleOf, type Fold, type Mark, type Row } from './timeline.js';
 import { readProfile } from './view.js';
+import { cpuSection, FLAME_CSS } from './flame.js';
 import { unionMs } from '../analysis/wall.js';
 
 /**
@@ -90,7 +91,7 @@ table.profiles td.flags:empty{display:none}
 table.profiles td[data-label]::before{content:attr(data-label) " ";color:#57606a;font-size:11px}
 ${Array.from({ length: DEPTHS }, (_, d) => `td.name.d${d}{padding-left:${4 + d * 8}px}`).join('')}
 }
-`;
+${FLAME_CSS}`;
 
 function page(title: string, base: string, body: string): string {
   return (
@@ -281,6 +282,7 @@ export function renderProfilePage(stored: unknown, base: string, id: string, pat
   if (typeof p.traceId === 'string') body += traceFact(p.traceId);
   body += `</dl><p>${flags(s.flags)}</p>`;
   body += stepsTable(p);
+  if (p.cpu !== undefined) body += cpuSection(p.cpu, href === '' ? '' : `${path}/${href}`, p.root);
   if (p.similar !== undefined && p.similar.length > 0) body += similarTable(p.similar);
   if (p.warnings.length > 0) {
     body += '<h2>Warnings</h2><ul class="warnings">';

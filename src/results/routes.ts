@@ -8,6 +8,7 @@ import { FORM_HEADERS, renderOptInPage } from './optin-page.js';
 import { BADGE_HEADERS, BADGE_JS, BADGE_PATH } from './badge.js';
 import { CSS, PAGE_HEADERS, renderListPage, renderProfilePage, type ListView } from './pages.js';
 import { CAPTURE_OWNER, UUID, type OptInStore, type ProfileStore, type ProfileSummary } from './store.js';
+import { cpuProfileBody, cpuProfileHeaders, CPUPROFILE } from './cpu-route.js';
 import { readProfile } from './view.js';
 import { renderText } from '../render/text.js';
 import { LIST_HEADERS, matches, parseFilter, readSummary } from './pages.js';
@@ -176,12 +177,17 @@ export async function serveResults(
     const at = captured ? rest.slice('/captured'.length) : rest;
     const json = at.endsWith('.json');
     const txt = at.endsWith('.txt');
-    const id = at.slice(1, json || txt ? -(json ? 5 : 4) : undefined);
+    const cpu = at.endsWith(CPUPROFILE);
+    const id = at.slice(1, json ? -5 : txt ? -4 : cpu ? -CPUPROFILE.length : undefined);
     if (at[0] !== '/' || !UUID.test(id)) return null;
     const p = await bounded(r, () => r.store.get(captured ? CAPTURE_OWNER : dev.owner, id));
     if (p === undefined) return null;
     if (json) return reply(200, 'application/json; charset=utf-8', JSON.stringify(p));
     if (txt) return reply(200, TEXT, profileText(p));
+    if (cpu) {
+      const body = cpuProfileBody(p);
+      return body === null ? null : reply(200, 'application/json', body, cpuProfileHeaders(id));
+    }
     return reply(200, HTML, renderProfilePage(p, base, id, captured ? `${base}/captured` : base));
   } catch (err) {
     report(onInternalError, err);

@@ -262,3 +262,11 @@ export const ADAPTERS: AdapterUnderTest[] = MOUNTED.map((a) => ({
   ...a,
   listener: (options, routes) => a.listener(options === null ? null : { badge: false, ...options }, routes),
 }));
+
+/**
+ * The root's steps as the app made them: the route handler's automatic step (Fastify's
+ * `handler GET /x`, autoSteps; test/auto-steps.test.ts) looked through.
+ */
+export function appSteps(root: { children: { name: string; handler?: true; children: unknown[] }[] }): { name: string; children: unknown[]; custom?: unknown }[] {
+  return root.children.flatMap((c) => (c.handler === true ? (c.children as { name: string; children: unknown[] }[]) : [c]));
+}

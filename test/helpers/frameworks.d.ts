@@ -12,6 +12,11 @@ declare module 'polka' {
   }
   export default function polka(): Polka;
 }
+// ejs 7 ships no types; the tests hand it to @fastify/view as an engine object only.
+declare module 'ejs' {
+  const ejs: Record<string, unknown>;
+  export default ejs;
+}
 // mssql ships no types (@types/mssql lags its 12.x); the tests use a ConnectionPool and a Request.
 declare module 'mssql' {
   class ConnectionPool {
