@@ -38,10 +38,6 @@ function headersOf(c: Context): NodeHeaders {
   return node !== undefined ? node.headers : Object.fromEntries(c.req.raw.headers);
 }
 
-function cookieOf(c: Context): unknown {
-  return c.req.header('cookie');
-}
-
 /**
  * Conditional headers would let the app (Hono's `etag()`, say) answer 304 with an old, unprofiled
  * page. The request's headers cannot be changed, so the developer's request gets a copy without
@@ -137,7 +133,7 @@ export function miniprof(options?: MiniprofOptions<Context>): MiddlewareHandler 
   }
   return function miniprofMiddleware(c, next) {
     if (isProfiled(c)) return next();
-    const dev = decide(cfg, c, cookieOf);
+    const dev = decide(cfg, c, (x) => x.req.header('cookie'));
     if (dev === null) return other(c, next);
     if (dev instanceof Promise) return dev.then((d) => (d === null ? other(c, next) : developer(cfg, c, next, d)));
     return developer(cfg, c, next, dev);

@@ -262,6 +262,8 @@ describe.each(['express', 'fastify'] as const)('%s', (framework) => {
       const member = 'sql select * from posts where user_id = ? similar #1 6.5 ms';
       const folded = [
         'GET /users/42 69.8 ms',
+        // Fastify's handler as an automatic step (issue 61).
+        ...(framework === 'fastify' ? ['handler GET /users/42 69.8 ms'] : []),
         'authenticate 4.0 ms',
         'load user 33.5 ms',
         'sql select * from users where id = ? 11.0 ms',

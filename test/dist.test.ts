@@ -142,8 +142,6 @@ console.log(JSON.stringify(out));`,
       // findSourceMap (src/analysis/cpu-source.ts) and createRequire(…).cache (src/core/lost-context.ts).
       'node:module',
       'node:os',
-      // join, for the lost-context probe (src/core/lost-context.ts).
-      'node:path',
       'node:perf_hooks',
       // fileURLToPath, for the files CPU samples name (src/analysis/cpu-source.ts).
       'node:url',

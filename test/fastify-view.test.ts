@@ -10,7 +10,7 @@ import { step } from '../src/index.js';
  * Issue 59 item 12: on Fastify, `using t = step('render'); return await reply.view(…)` read
  * `(unfinished)`. A Fastify reply is a thenable that settles once the response has been sent, so
  * the step is still open when miniprof writes the response's outputs: it really was unfinished.
- * What to write instead (docs/fastify.md): time the rendering, not the sending, with
+ * What to write instead (docs/attribution.md): time the rendering, not the sending, with
  * `reply.viewAsync`, which renders and returns the page for Fastify to send.
  */
 const root = fileURLToPath(new URL('./fixtures/views/', import.meta.url));
@@ -33,9 +33,16 @@ async function page(handler: (req: unknown, reply: never) => Promise<unknown>): 
   return res.body;
 }
 
-/** The `render` step's line of the page's comment, its time replaced by T. */
+/**
+ * The `render` step's line of the page's comment (under Fastify's own handler step), its time
+ * replaced by T. The template's own step (autoSteps) is `render page.ejs`, below it.
+ */
 function renderLine(body: string): string | undefined {
-  return body.split('\n').find((l) => l.startsWith('> render'))?.replace(/[\d.]+ms/, 'Tms');
+  return body
+    .split('\n')
+    .find((l) => /^>+ render = /.test(l))
+    ?.replace(/^>+/, '>')
+    .replace(/[\d.]+ms/, 'Tms');
 }
 
 describe('Fastify + @fastify/view: a render step', () => {
@@ -47,7 +54,7 @@ describe('Fastify + @fastify/view: a render step', () => {
     expect(renderLine(body)).toBe('> render = Tms (unfinished)');
   });
 
-  test('what docs/fastify.md says to write: step around reply.viewAsync(), which only renders', async () => {
+  test('what docs/attribution.md says to write: step around reply.viewAsync(), which only renders', async () => {
     const body = await page(async (_req: unknown, reply: { viewAsync(p: string, d: object): Promise<string> }) => {
       return step('render', () => reply.viewAsync('page.ejs', { title: 'Hello' }));
     });

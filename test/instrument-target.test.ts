@@ -72,6 +72,20 @@ describe('mssql: its diagnostics channels, timed with no call', () => {
     expect(dialect).toBe('mssql');
     await pool.close().catch(() => {});
   });
+
+  test('a stored procedure\'s parameters are not in its text (EXEC name): two calls are never called duplicates', async () => {
+    instrument();
+    const pool = new sql.ConnectionPool({ server: '127.0.0.1', port: await freePort(), user: 'sa', password: 'x', options: { trustServerCertificate: true }, connectionTimeout: 2000 });
+    pool.on('error', () => {});
+    const { profile } = await withProfile('job', async () => {
+      await step('report', async () => {
+        for (const id of [1, 2]) await expect(pool.request().input('id', sql.Int, id).execute('get_user')).rejects.toThrow();
+      });
+    });
+    const [report] = profile.toJSON().root.children;
+    expect(report!.custom!.map((c) => [c.command, c.duplicate ?? false])).toEqual([['EXEC get_user', false], ['EXEC get_user', false]]);
+    await pool.close().catch(() => {});
+  });
 });
 
 describe('MongoDB command monitoring (no MongoDB server here: the driver\'s event shapes)', () => {
@@ -112,6 +126,25 @@ describe('MongoDB command monitoring (no MongoDB server here: the driver\'s even
     expect(profile.toJSON().root.children.map((t) => [t.name, t.custom!.map((c) => [c.category, c.command, c.error])])).toEqual([
       ['load user', [['mongodb', 'find users {email:?}', undefined]]],
       ['save', [['mongodb', 'insert users', true]]],
+    ]);
+    await client.close();
+  });
+
+  test('duplicate means the same values: two finds of one shape with other values are similar, the same find twice is a duplicate (the driver\'s per-call lsid and $clusterTime aside)', async () => {
+    const client = new MongoClient('mongodb://127.0.0.1:1', { monitorCommands: true });
+    instrument(client);
+    let id = 10;
+    const find = (email: string) => {
+      const requestId = id++;
+      client.emit('commandStarted', { requestId, commandName: 'find', command: { find: 'users', filter: { email }, lsid: { id: requestId }, $clusterTime: { t: requestId }, $db: 'app' } } as never);
+      client.emit('commandSucceeded', { requestId } as never);
+    };
+    const { profile } = await withProfile('job', () => step('load', () => ['a@x', 'b@x', 'a@x'].forEach(find)));
+    const [load] = profile.toJSON().root.children;
+    expect(load!.custom!.map((c) => [c.command, c.duplicate ?? false, c.similar])).toEqual([
+      ['find users {email:?}', true, 1],
+      ['find users {email:?}', false, 1],
+      ['find users {email:?}', true, 1],
     ]);
     await client.close();
   });

@@ -187,8 +187,8 @@ describe.each(ADAPTERS)('%s', (name, make) => {
             failures.push(`${id}: handler saw ${JSON.stringify(got.tree)}`);
           }
           // Every metric but the id (the badge's, on by default) and total is a top-level step of
-          // this request (`event-loop`, when the busy loop stalled, is miniprof's own and names no
-          // request).
+          // this request (`event-loop`, when the busy loop stalled, and `miniprof-self`, when
+          // miniprof's own time is worth a metric, are miniprof's and name no request).
           const metrics = r.serverTiming
             .split(', ')
             .map((m) => m.split(';')[0])

@@ -206,7 +206,7 @@ describe('miniprof/otel with OpenTelemetry SDK 3 (NodeSDK, api 1.10) as an app i
       '<!--',
       `${profile.machine} at ${profile.started} trace ${profile.traceId}`,
       'Path: GET /page',
-      ' GET /page = Nms',
+      ' GET /page = Nms (Nms in no step)',
       '> [redis] GET user:? = Nms',
       '> [connect] pg-pool.connect = Nms',
       '> [sql] select name from no_such_table = Nms (error)',

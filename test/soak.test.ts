@@ -49,8 +49,9 @@ function soak(adapter: string): Promise<SoakResult> {
     let err = '';
     child.stdout.on('data', (b: Buffer) => (out += b));
     child.stderr.on('data', (b: Buffer) => (err += b));
-    // Bounded: the child must finish by itself well within this.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 150_000);
+    // Bounded: the child must finish by itself well within this (Express took 130 s for 6,000
+    // beside two CPU hogs on a machine shared with other test runs).
+    const timer = setTimeout(() => child.kill('SIGKILL'), 280_000);
     child.once('error', fail);
     child.once('close', (code, signal) => {
       clearTimeout(timer);
@@ -63,7 +64,7 @@ function soak(adapter: string): Promise<SoakResult> {
 describe.concurrent('soak', () => {
   test.each(['express', 'fastify'])(
     `D4: %s, ${REQUESTS} requests with leaked timers and never-awaited promises: heap back within ${MARGIN_MB} MB after GC, no profile retained`,
-    { timeout: 160_000 },
+    { timeout: 300_000 },
     async (adapter) => {
       if (!existsSync(resolve(ROOT, 'dist/adapters/express.js')) || !existsSync(resolve(ROOT, 'dist/adapters/fastify.js'))) {
         throw new Error('dist/ is not built: run `npm run build` first (`npm test` does)');

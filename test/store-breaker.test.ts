@@ -88,6 +88,14 @@ test('breaker with anyError: a failure trips it like a timeout, wrapped with its
   expect(await run(() => 'back', 'redis: GET')).toBe('back');
 });
 
+test('setup: retryAfterMs that is not a whole number from 1 ms to an hour is a coded TypeError naming it', () => {
+  const client = { sendCommand: async () => null };
+  for (const bad of [0, 1.5, '10s', 3_600_001]) {
+    expect(() => redisStore(client, { retryAfterMs: bad as never })).toThrow(expect.objectContaining({ code: 'MINIPROF_ERR_INVALID_OPTION', message: expect.stringContaining('"retryAfterMs"') }));
+  }
+  expect(() => redisStore(client, { retryAfterMs: 1 })).not.toThrow();
+});
+
 describe('C11: Redis stopped, killed and started again under an opted-in developer', () => {
   let own: RedisServer | null = null;
   const clients: Array<{ destroy(): void }> = [];

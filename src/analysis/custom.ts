@@ -1,4 +1,4 @@
-import type { CustomNode } from '../core/timing.js';
+import { VALUES_UNKNOWN, type CustomNode } from '../core/timing.js';
 import type { CategorySummaryJSON, CustomTimingJSON, SimilarGroupJSON, TimingJSON } from '../core/types.js';
 import { redact, shapeOf } from './normalize.js';
 import { isPlumbing } from './plumbing.js';
@@ -49,8 +49,9 @@ function us(ms: number): number {
  * (OpenTelemetry's instrumentation-pg without `enhancedDatabaseReporting`): never a duplicate, as
  * two of them may well differ. A command cut at `maxCommandLength` may differ from another only
  * past the cut, so it is never called a duplicate either; both can still be similar. Plumbing (a
- * pool checkout, see plumbing.ts) is neither. `nodes`: each custom timing's node, for its dialect
- * (how its command is masked) and its values digest.
+ * pool checkout, see plumbing.ts) is neither. A group of similar commands is written as its first
+ * member's row is (`select pg_sleep(?)`), so summaries read as the rows do. `nodes`: each custom
+ * timing's node, for its dialect (how its command is masked) and its values digest.
  */
 export function analyseCustom(
   root: TimingJSON,
@@ -92,7 +93,8 @@ export function analyseCustom(
       continue;
     }
     const values = node?.values;
-    const key = values === undefined && PLACEHOLDER.test(c.command) ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
+    const unknown = values === VALUES_UNKNOWN || (values === undefined && PLACEHOLDER.test(c.command));
+    const key = unknown ? '' : `${c.category}\0${c.command}\0${values ?? ''}`;
     exactKeys.push(key);
     if (key !== '') exact.set(key, (exact.get(key) ?? 0) + 1);
     const gkey = `${c.category}\0${shape}`;

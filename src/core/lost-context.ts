@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type { AsyncLocalStorage } from 'node:async_hooks';
 
 /**
@@ -62,7 +61,8 @@ export function warnLostContext(profile: Owner): void {
 }
 
 function probeAll(als: AsyncLocalStorage<unknown>): void {
-  const cache = createRequire(join(process.cwd(), 'miniprof.js')).cache;
+  // One cache for the process, whichever module's require reads it (as src/http/insert.ts does).
+  const cache = createRequire(import.meta.url).cache;
   for (const path of Object.keys(cache)) {
     if (!BLUEBIRD.test(path)) continue;
     const B: unknown = cache[path]?.exports;

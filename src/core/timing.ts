@@ -58,6 +58,13 @@ export const F_AUTO = 128;
 /** A node's depth is kept in `flags` above the flag bits (maxDepth is at most 256): a field less. */
 const DEPTH_SHIFT = 8;
 
+/**
+ * `CustomNode.values` of a call whose client sent parameter values that miniprof cannot see (mssql's
+ * channels carry their names only): never a digest's value (those are 16 characters), so such a
+ * call is never called a duplicate (src/analysis/custom.ts).
+ */
+export const VALUES_UNKNOWN = '?';
+
 /** A custom timing (sql, http, redis…) recorded on the step that was current when it ran. */
 export class CustomNode {
   category: string;

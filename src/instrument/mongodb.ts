@@ -36,7 +36,7 @@ export function instrumentMongo(client: MongoClientLike): void {
   Object.defineProperty(c, DONE, { value: true });
   const open = new Map<number, OpenCall>();
   client.on('commandStarted', (e: CommandStarted) => {
-    const call = openCall('mongodb', 'mongodb', mongoCommand, e);
+    const call = openCall('mongodb', 'mongodb', mongoCommand, e, undefined, undefined, commandValues);
     if (call !== undefined) open.set(e.requestId, call);
   });
   const settle = (failed: boolean) => (e: { requestId: number }) => {
@@ -72,4 +72,16 @@ export function shape(v: unknown, depth: number): string {
   const bson = (v as { _bsontype?: unknown })._bsontype;
   if (typeof bson === 'string' || v instanceof Date || v instanceof Uint8Array) return '?';
   return `{${Object.entries(v).map(([k, x]) => `${k}:${shape(x, depth + 1)}`).join(',')}}`;
+}
+
+/**
+ * What tells two commands of one shape apart, for duplicates: the command's own fields, without
+ * the driver's per-call bookkeeping (`lsid`, `txnNumber`, `$clusterTime`, `$db`…), which differs on
+ * every call. Kept only as a digest (src/instrument/values.ts), never in the command text.
+ */
+function commandValues(e: CommandStarted): unknown[] {
+  const out: Record<string, unknown> = {};
+  if (e.command === null || typeof e.command !== 'object') return [];
+  for (const [k, v] of Object.entries(e.command)) if (!k.startsWith('$') && k !== 'lsid' && k !== 'txnNumber') out[k] = v;
+  return [out];
 }

@@ -22,9 +22,14 @@ declare module 'mssql' {
   class ConnectionPool {
     constructor(config: Record<string, unknown>);
     on(event: string, listener: (...args: unknown[]) => void): this;
-    request(): { query(command: string): Promise<unknown> };
+    request(): Request;
     close(): Promise<void>;
   }
-  const sql: { ConnectionPool: typeof ConnectionPool };
+  interface Request {
+    query(command: string): Promise<unknown>;
+    input(name: string, type: unknown, value: unknown): Request;
+    execute(procedure: string): Promise<unknown>;
+  }
+  const sql: { ConnectionPool: typeof ConnectionPool; Int: unknown };
   export default sql;
 }
