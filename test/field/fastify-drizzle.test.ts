@@ -73,8 +73,13 @@ test('a developer: each query under its step, the comments\' lookups named as on
   const res = await fetch(url(profiled, '/users/1/feed'), { headers: { 'x-developer': 'yes' } });
   expect(await res.json()).toEqual(FEED);
   const id = res.headers.get('x-miniprof-id');
-  const profile = (await (await fetch(url(profiled, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json()) as { root: { children: { name: string; custom?: { category: string; command: string; similar?: number }[] }[] }; similar: { count: number }[] };
-  const tree = profile.root.children.map((t) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
+  type Step = { name: string; children: Step[]; custom?: { category: string; command: string; similar?: number }[]; nPlusOne?: { count: number } };
+  const profile = (await (await fetch(url(profiled, `/_miniprof/${id}.json`), { headers: { 'x-developer': 'yes' } })).json()) as { root: Step; similar: { count: number }[] };
+  // Fastify's route handler is a step by itself (autoSteps); the app's steps are inside it.
+  const [handler] = profile.root.children;
+  expect(profile.root.children.map((t) => t.name)).toEqual(['handler GET /users/:id/feed']);
+  const tree = handler!.children.map((t) => [t.name, (t.custom ?? []).map((c) => `[${c.category}] ${c.command}${c.similar !== undefined ? ' (similar)' : ''}`)]);
+  expect(handler!.children.find((t) => t.name === 'load comments')!.nPlusOne?.count).toBe(3);
   expect(tree).toEqual([
     ['load user', ['[sql] select "id", "name" from "users" where "users"."id" = $1']],
     ['load posts', ['[sql] select "id", "author_id", "title" from "posts" where "posts"."author_id" = $1 order by "posts"."id" asc']],
