@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
-import { renderText, step, withProfile, type TimingJSON } from '../src/index.js';
+import { renderText, step, withProfile } from '../src/index.js';
 import { sleep } from './helpers/clock.js';
 import { work } from './helpers/cpu.js';
+import { byName } from './helpers/tree.js';
 
 /**
  * Issue 59 item 3: blocking is blamed only on the app's own work. The event-loop monitor sees a
@@ -17,16 +18,6 @@ function pauseSelf(ms: number): void {
   process.kill(process.pid, 'SIGSTOP');
 }
 
-
-const byName = (t: TimingJSON, name: string): TimingJSON => {
-  const stack = [t];
-  while (stack.length > 0) {
-    const n = stack.pop()!;
-    if (n.name === name) return n;
-    stack.push(...n.children);
-  }
-  throw new Error(`no step ${name}`);
-};
 
 describe('startup work (first in this file: the first profile the monitor measures in this process)', () => {
   test("the first measured request's held loop is labelled as possible startup work; later ones are not", async () => {

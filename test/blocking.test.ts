@@ -5,6 +5,7 @@ import { loopSampling } from '../src/analysis/loop.js';
 import { als, openProfiles } from '../src/core/context.js';
 import { deferred, fakeClock, fixed, sleep, type FakeClock } from './helpers/clock.js';
 import { work } from './helpers/cpu.js';
+import { byName } from './helpers/tree.js';
 
 /** What the blocking note adds for the GC pauses seen during a real-timer stall, if any. */
 function gcText(t: TimingJSON): string {
@@ -244,15 +245,6 @@ describe('event-loop delay while a profile is open (real time)', () => {
 
 describe('blocking anywhere in a step: stalls after an await, attributed at seal (real timers)', () => {
   const spin = work;
-  const byName = (t: TimingJSON, name: string): TimingJSON => {
-    const stack = [t];
-    while (stack.length > 0) {
-      const n = stack.pop()!;
-      if (n.name === name) return n;
-      stack.push(...n.children);
-    }
-    throw new Error(`no step ${name}`);
-  };
 
   test('`await setTimeout(5); busyWait(60)` inside a step: flagged, with the loop held for at least 50 ms', async () => {
     const { profile } = await withProfile('job', async () => {

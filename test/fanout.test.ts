@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { renderText, step, timing, withProfile, type Profile } from '../src/index.js';
 import { concurrencyOf } from '../src/analysis/fanout.js';
 import { deferred, fakeClock, fixed, sleep } from './helpers/clock.js';
+import { limiter } from './helpers/tree.js';
 
 /**
  * N children started together by Promise.all, each waiting on its own gate; the gates open at
@@ -132,26 +133,8 @@ describe('serialized fan-out: how many of N similar children started together ra
 });
 
 describe('real timers: a queue, a pool, parallel work', () => {
-  /**
-   * At most `slots` callers inside at once; the rest wait their turn. Each call sleeps 40 ms: long
-   * enough that a timer run late by a busy machine does not swamp the pattern.
-   */
-  function limiter(slots: number): <T>(fn: () => Promise<T>) => Promise<T> {
-    let running = 0;
-    const waiting: (() => void)[] = [];
-    return async (fn) => {
-      if (running >= slots) await new Promise<void>((r) => waiting.push(r));
-      else running++;
-      try {
-        return await fn();
-      } finally {
-        const next = waiting.shift();
-        if (next !== undefined) next();
-        else running--;
-      }
-    };
-  }
-
+  // Each call sleeps 40 ms behind a limiter: long enough that a timer run late by a busy machine
+  // does not swamp the pattern.
   async function run(slots: number, n = 5) {
     const limit = limiter(slots);
     const { profile } = await withProfile('job', () =>

@@ -9,10 +9,11 @@ import express from 'express';
 import Fastify from 'fastify';
 import { miniprof as expressMiniprof } from '../adapters/express.js';
 import { miniprof as fastifyMiniprof } from '../adapters/fastify.js';
-import { instrument, renderText, step, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
+import { instrument, renderText, step, withProfile } from '../src/index.js';
 import { deferred, fakeClock, fixed, type FakeClock } from './helpers/clock.js';
 import { startMysqlServer } from './helpers/mysql-server.js';
 import { freePort, startRedis, type RedisServer } from './helpers/redis-server.js';
+import { customs } from './helpers/tree.js';
 
 // Counts every command text built by an instrumentation: the proof that, outside a profile, the
 // subscribers stop at the getStore() branch and build (allocate) nothing.
@@ -50,16 +51,6 @@ afterAll(async () => {
   await redis?.kill();
   await new Promise((r) => web?.close(r));
 });
-
-function customs(profile: Profile): CustomTimingJSON[] {
-  const out: CustomTimingJSON[] = [];
-  const walk = (t: ReturnType<Profile['toJSON']>['root']): void => {
-    if (t.custom !== undefined) out.push(...t.custom);
-    t.children.forEach(walk);
-  };
-  walk(profile.toJSON().root);
-  return out;
-}
 
 function httpGet(url: string): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -5,6 +5,7 @@ import { startPostgres, type PostgresServer } from './helpers/postgres.js';
 import { startHogs } from './helpers/hogs.js';
 import { work } from './helpers/cpu.js';
 import { sleep } from './helpers/clock.js';
+import { limiter } from './helpers/tree.js';
 
 /**
  * Issue 59 item 4: the concurrency estimate and the blocking marks give the same verdict on a
@@ -33,26 +34,6 @@ afterAll(async () => {
 });
 
 type Verdict = string;
-
-/**
- * At most `slots` callers inside at once; the rest wait their turn (as behind a connection pool,
- * handing over the moment a call ends).
- */
-function limiter(slots: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async (fn) => {
-    if (running >= slots) await new Promise<void>((r) => waiting.push(r));
-    else running++;
-    try {
-      return await fn();
-    } finally {
-      const next = waiting.shift();
-      if (next !== undefined) next();
-      else running--;
-    }
-  };
-}
 
 /** Five `load user` steps, each 40 ms of waiting, started together behind `slots`. */
 async function fanOut(slots: number): Promise<Verdict> {

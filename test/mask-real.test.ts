@@ -14,11 +14,12 @@ import { createClient } from 'redis';
 import mysql from 'mysql2';
 import pg from 'pg';
 import { maskSql } from '../src/analysis/normalize.js';
-import { instrument, instrumentPg, renderHtmlComment, renderServerTiming, renderText, withProfile, type CustomTimingJSON, type Profile } from '../src/index.js';
+import { instrument, instrumentPg, renderHtmlComment, renderServerTiming, renderText, withProfile, type Profile } from '../src/index.js';
 import { startMysqlServer } from './helpers/mysql-server.js';
 import { startPostgres, type PostgresServer } from './helpers/postgres.js';
 import { startRedis, type RedisServer } from './helpers/redis-server.js';
 import { comments, LITERALS, nameText, QUOTED, secret, secretNumber, spaced } from './helpers/sql-gen.js';
+import { customs } from './helpers/tree.js';
 
 const VICTIM = 'victim@example.com';
 const PASSWORD = 'hunter2';
@@ -47,16 +48,6 @@ afterAll(async () => {
   await redis?.kill();
   await new Promise((r) => web?.close(r));
 });
-
-function customs(profile: Profile): CustomTimingJSON[] {
-  const out: CustomTimingJSON[] = [];
-  const walk = (t: ReturnType<Profile['toJSON']>['root']): void => {
-    if (t.custom !== undefined) out.push(...t.custom);
-    t.children.forEach(walk);
-  };
-  walk(profile.toJSON().root);
-  return out;
-}
 
 /** Every output a developer or the store sees. */
 function everything(profile: Profile): string {
